@@ -1,0 +1,52 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "errorbus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ErrorBus", targets: ["ErrorBus"]),
+        .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+    ],
+    targets: [
+        // Categories, failures, incidents, policies, the bus actor and its events. No I/O.
+        .target(
+            name: "ErrorBus",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        // A manual clock and helpers for testing code that runs on an ErrorBus.
+        .target(
+            name: "ErrorBusTesting",
+            dependencies: ["ErrorBus"]
+        ),
+        .testTarget(
+            name: "ErrorBusTests",
+            dependencies: [
+                "ErrorBus",
+                "ErrorBusTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
+    ]
+)
+
+for target in package.targets where [.executable, .test, .regular].contains(target.type) {
+    var settings = target.swiftSettings ?? []
+    // https://github.com/apple/swift-evolution/blob/main/proposals/0335-existential-any.md
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0444-member-import-visibility.md
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0409-access-level-on-imports.md
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0461-async-function-isolation.md
+    settings.append(.enableUpcomingFeature("NonisolatedNonsendingByDefault"))
+    target.swiftSettings = settings
+}

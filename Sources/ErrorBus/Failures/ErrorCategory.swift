@@ -1,0 +1,64 @@
+/// What kind of failure an error is, and so which policy the bus runs for it.
+///
+/// The bus never sees raw status codes or socket errors: whoever knows the failure (an HTTP
+/// client, a file system call) maps it to one of these categories, and the bus decides what to
+/// do from the category alone.
+public enum ErrorCategory: Sendable, Hashable {
+    /// The remote end cannot be reached: DNS failure, connection refused, no route, network down,
+    /// connect timeout, or a captive portal answering in its place. Policy: the reachability gate.
+    case unreachable
+    /// The remote end asked us to slow down (429, or 503 with `Retry-After`). Policy: wait for the
+    /// hint, then send one canary.
+    case rateLimited(retryAfter: Duration?)
+    /// A failure that is likely to go away by itself: 5xx without a hint, a read timeout, a reset.
+    /// Policy: incident-level exponential back-off with one canary per step.
+    case transient
+    /// The credentials were not accepted (401, an expired or revoked token). Policy: single-flight
+    /// re-authentication, then release every job of the realm.
+    case unauthenticated
+    /// The request itself is wrong and will fail the same way again (400, 404, 409, 413, 422, an
+    /// undecodable answer). Policy: no retry; the job is dead-lettered with the reason.
+    case invalid(reason: String)
+    /// A local condition that stops the service: disk full, permission denied, misconfiguration.
+    /// Policy: pause the service until an operator resumes it or the condition clears.
+    case fatal
+
+    /// The category without its associated values: the part that takes part in a fingerprint.
+    public var kind: Kind {
+        switch self {
+        case .unreachable: .unreachable
+        case .rateLimited: .rateLimited
+        case .transient: .transient
+        case .unauthenticated: .unauthenticated
+        case .invalid: .invalid
+        case .fatal: .fatal
+        }
+    }
+
+    /// The category without its associated values.
+    public enum Kind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        case unreachable
+        case rateLimited
+        case transient
+        case unauthenticated
+        case invalid
+        case fatal
+
+        public var description: String { rawValue }
+
+        /// Whether an open incident of this kind holds back every new job of its scope.
+        ///
+        /// `invalid` concerns only the job that carried the bad request, so it holds back nothing.
+        var holdsScope: Bool { self != .invalid }
+    }
+}
+
+extension ErrorCategory: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .rateLimited(let hint?): "rateLimited(retryAfter: \(hint))"
+        case .invalid(let reason): "invalid(\(reason))"
+        default: kind.rawValue
+        }
+    }
+}
