@@ -51,6 +51,13 @@ public final class ManualClock: Clock, Sendable {
         var waiters: [Waiter] = []
         /// Ids of sleeps cancelled before they were registered.
         var cancelledEarly: Set<UInt64> = []
+
+        mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            let count = sleepers.count
+            let ready = waiters.filter { $0.count <= count }.map(\.continuation)
+            waiters.removeAll { $0.count <= count }
+            return ready
+        }
     }
 
     private let state = Mutex(State())
@@ -131,14 +138,5 @@ public final class ManualClock: Clock, Sendable {
             }
             if satisfied { continuation.resume() }
         }
-    }
-}
-
-extension ManualClock.State {
-    fileprivate mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
-        let count = sleepers.count
-        let ready = waiters.filter { $0.count <= count }.map(\.continuation)
-        waiters.removeAll { $0.count <= count }
-        return ready
     }
 }

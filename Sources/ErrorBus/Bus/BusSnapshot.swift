@@ -1,0 +1,19 @@
+/// The bus's state for a status display: open incidents, parked work, the retry budget.
+public struct BusSnapshot: Sendable {
+    /// Open incidents, oldest first.
+    public var incidents: [IncidentSnapshot]
+    /// The most recently resolved incidents, newest last.
+    public var recentlyResolved: [IncidentSnapshot]
+    /// Jobs parked under incidents now.
+    public var parkedJobs: Int
+    /// Parked jobs by service and by the category of the incident holding them.
+    public var parkedByService: [String: [ErrorCategory.Kind: Int]]
+    /// Retries waiting for the retry budget.
+    public var waitingForBudget: Int
+    /// Tokens in the retry budget.
+    public var retryBudgetTokens: Double
+    /// Jobs stopped because parking was full, since the bus started.
+    public var overflowedJobs: Int
+    /// Whether the bus's ``ErrorBus/run()`` is running (policies only progress while it is).
+    public var isRunning: Bool
+}

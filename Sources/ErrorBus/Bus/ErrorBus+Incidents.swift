@@ -1,0 +1,386 @@
+import Logging
+
+extension ErrorBus {
+    /// Opens an incident for a failure with a new fingerprint, parks (or dead-letters) the command
+    /// that met it, and starts the incident's policy.
+    @discardableResult
+    func open(
+        _ failure: Failure,
+        parking command: Command?,
+        policy: IncidentPolicy<BusClock>? = nil
+    ) -> (id: IncidentID, decision: FailureDecision?) {
+        let id = IncidentID(rawValue: nextIncidentID)
+        nextIncidentID += 1
+        let now = clock.now
+        let incident = IncidentRecord(
+            id: id,
+            failure: failure,
+            policy: policy ?? IncidentPolicy(for: failure, configuration: configuration, canProbe: probe != nil),
+            at: now
+        )
+        incidents[id] = incident
+        openIncidents[failure.fingerprint] = incident
+        if let key = incident.holdKey {
+            holds[key, default: []].append(incident)
+        } else {
+            incident.state = .collecting
+        }
+        logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
+
+        var decision: FailureDecision?
+        if let command {
+            decision = incident.holdKey == nil
+                ? deadLetter(command, failure, in: incident)
+                : park(command, in: incident, atFront: false, failure: failure)
+        }
+        // Subscribers see the incident opened with its first step already decided (what it
+        // waits for and until when), then the events that step emitted.
+        eventsHeldForOpening = []
+        execute(incident.policy.start(with: failure, at: now, using: &random), for: incident)
+        let held = eventsHeldForOpening ?? []
+        eventsHeldForOpening = nil
+        emit(BusEvent(kind: .incidentOpened, incident: incident.snapshot(at: now)))
+        for event in held { emit(event) }
+        return (id, decision)
+    }
+
+    /// Carries out what an incident's policy decided.
+    func execute(_ action: PolicyAction<BusClock.Instant>, for incident: IncidentRecord<BusClock>, byOperator: Bool = false) {
+        switch action {
+        case .wait(let deadline, let step):
+            schedule(step, at: deadline, for: incident)
+        case .now(let step):
+            take(step, for: incident, byOperator: byOperator)
+        case .release:
+            startRelease(incident)
+        case .needsOperator(let reason):
+            incident.generation &+= 1
+            incident.next = nil
+            transition(incident, to: .needsOperator)
+            emit(BusEvent(kind: .escalated, incident: incident.snapshot(at: clock.now), reason: reason))
+        case .hold:
+            incident.generation &+= 1
+            incident.next = nil
+            transition(incident, to: .paused)
+        }
+    }
+
+    /// Schedules a step. A later deadline for the step already scheduled only moves the deadline
+    /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
+    /// deadline back costs no timer each.
+    private func schedule(_ step: PolicyStep, at deadline: BusClock.Instant, for incident: IncidentRecord<BusClock>) {
+        let waiting: IncidentState = step == .close ? .collecting : .waiting
+        if incident.state == waiting, let next = incident.next, next.step == step, deadline >= next.at {
+            incident.next = (step, deadline)
+            return
+        }
+        incident.generation &+= 1
+        incident.next = (step, deadline)
+        transition(incident, to: waiting)
+        work.yield(.timer(incident.id, generation: incident.generation, deadline: deadline))
+        if step != .close {
+            emit(BusEvent(kind: .policyScheduled, incident: incident.snapshot(at: clock.now)))
+        }
+    }
+
+    func timerFired(_ id: IncidentID, generation: UInt64) {
+        guard let incident = incidents[id], incident.generation == generation, let next = incident.next else { return }
+        guard clock.now >= next.at else {
+            // The deadline moved back since this timer was armed: wait for the rest.
+            work.yield(.timer(id, generation: generation, deadline: next.at))
+            return
+        }
+        take(next.step, for: incident)
+    }
+
+    /// Takes a policy step now.
+    private func take(_ step: PolicyStep, for incident: IncidentRecord<BusClock>, byOperator: Bool = false) {
+        incident.generation &+= 1
+        incident.next = nil
+        let generation = incident.generation
+        switch step {
+        case .canary:
+            guard !incident.parked.isEmpty else {
+                // Nothing waits to be tried: the incident's wait is over.
+                stepFinished(incident, .succeeded)
+                return
+            }
+            creditSuccesses()
+            let now = clock.now
+            guard byOperator || budget.withdraw(at: now) else {
+                let retryAt = budget.nextToken(after: now)
+                schedule(.canary, at: retryAt, for: incident)
+                emit(BusEvent(
+                    kind: .budgetExhausted,
+                    incident: incident.snapshot(at: now),
+                    reason: "the retry budget is empty; the canary waits for a token",
+                    delay: now.duration(to: retryAt)
+                ))
+                return
+            }
+            transition(incident, to: .canary)
+            work.yield(.canary(incident.id, generation: generation))
+        case .probe:
+            guard probe != nil else {
+                // Without a probe, one parked job tells whether the scope answers again.
+                take(.canary, for: incident, byOperator: byOperator)
+                return
+            }
+            transition(incident, to: .probing)
+            let fingerprint = incident.fingerprint
+            work.yield(.probe(incident.id, generation: generation, scope: fingerprint.scope, kind: fingerprint.kind))
+        case .reauthenticate:
+            guard authenticator != nil else {
+                execute(.needsOperator(reason: "no authenticator is configured for realm \(incident.fingerprint.scope)"), for: incident)
+                return
+            }
+            transition(incident, to: .reauthenticating)
+            emit(BusEvent(kind: .reauthStarted, incident: incident.snapshot(at: clock.now)))
+            work.yield(.reauthenticate(incident.id, generation: generation, realm: incident.fingerprint.scope))
+        case .close:
+            resolve(incident, as: .closed)
+        }
+    }
+
+    /// Feeds a step's result to the incident's policy and carries out its answer.
+    func stepFinished(_ incident: IncidentRecord<BusClock>, _ result: StepResult) {
+        execute(incident.policy.stepFinished(result, at: clock.now, using: &random), for: incident)
+    }
+
+    /// A job released by the incident (or a new one) met its cause again: release stops.
+    func releaseInterrupted(_ incident: IncidentRecord<BusClock>, by failure: Failure) {
+        emit(BusEvent(kind: .releaseStopped, incident: incident.snapshot(at: clock.now), reason: failure.text.message))
+        execute(incident.policy.releaseInterrupted(by: failure, at: clock.now, using: &random), for: incident)
+    }
+
+    /// Moves an incident to a state, taking it into or out of the holds.
+    func transition(_ incident: IncidentRecord<BusClock>, to state: IncidentState) {
+        let wasHolding = incident.state.holdsScope
+        incident.state = state
+        guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
+        if state.holdsScope {
+            holds[key, default: []].append(incident)
+        } else {
+            holds[key]?.removeAll { $0 === incident }
+            if holds[key]?.isEmpty == true { holds[key] = nil }
+        }
+    }
+
+    /// Takes the first parked command out of an incident.
+    func takeFirst(from incident: IncidentRecord<BusClock>) -> Command? {
+        guard let command = incident.popFirst() else { return nil }
+        parkedTotal -= 1
+        return command
+    }
+
+    /// Ends an incident and records it in the history.
+    func resolve(_ incident: IncidentRecord<BusClock>, as resolution: Resolution) {
+        let now = clock.now
+        incident.generation &+= 1
+        incident.next = nil
+        incident.resolution = resolution
+        incident.closedAt = now
+        transition(incident, to: .resolved)
+        incidents[incident.id] = nil
+        if openIncidents[incident.fingerprint] === incident {
+            openIncidents[incident.fingerprint] = nil
+        }
+        let snapshot = incident.snapshot(at: now)
+        recentlyResolved.append(snapshot)
+        while recentlyResolved.count > configuration.resolvedIncidentHistory { recentlyResolved.removeFirst() }
+        logger.debug("incident resolved", metadata: ["incident": "\(incident.id)", "resolution": "\(resolution)"])
+        emit(BusEvent(kind: .incidentResolved, incident: snapshot))
+    }
+
+    // MARK: - Canary
+
+    nonisolated func runCanary(_ id: IncidentID, generation: UInt64) async {
+        guard let command = await takeCanary(id, generation: generation) else { return }
+        await runHeld(command, .canary(id))
+    }
+
+    private func takeCanary(_ id: IncidentID, generation: UInt64) -> Command? {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .canary else { return nil }
+        guard let command = takeFirst(from: incident) else {
+            // Its jobs were cancelled meanwhile: nothing left to try.
+            stepFinished(incident, .succeeded)
+            return nil
+        }
+        return command
+    }
+
+    func canarySucceeded(_ id: IncidentID) {
+        guard let incident = incidents[id], incident.state == .canary else { return }
+        incident.released += 1
+        stepFinished(incident, .succeeded)
+    }
+
+    // MARK: - Probe
+
+    nonisolated func runProbe(_ id: IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind) async {
+        guard let probe = await probe else { return }
+        let result = await probe.probe(scope, kind: kind)
+        await probeFinished(id, generation: generation, result)
+    }
+
+    private func probeFinished(_ id: IncidentID, generation: UInt64, _ result: ProbeResult) {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .probing else { return }
+        switch result {
+        case .reachable:
+            stepFinished(incident, .succeeded)
+        case .unreachable(let reason):
+            emit(BusEvent(kind: .probeFailed, incident: incident.snapshot(at: clock.now), reason: reason))
+            stepFinished(incident, .failed(reason: reason, retryAfter: nil))
+        case .unsupported:
+            if incident.fingerprint.kind == .fatal {
+                execute(.hold, for: incident)
+            } else {
+                take(.canary, for: incident)
+            }
+        }
+    }
+
+    // MARK: - Re-authentication
+
+    nonisolated func runReauthentication(_ id: IncidentID, generation: UInt64, realm: String) async {
+        guard let authenticator = await authenticator else { return }
+        let result = await authenticator.reauthenticate(realm: realm)
+        await reauthenticationFinished(id, generation: generation, result)
+    }
+
+    private func reauthenticationFinished(_ id: IncidentID, generation: UInt64, _ result: ReauthenticationResult) {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .reauthenticating else {
+            return
+        }
+        switch result {
+        case .renewed:
+            stepFinished(incident, .succeeded)
+        case .rejected(var text):
+            if text.next == nil {
+                text.next = "Fix the credentials, then retry the incident; its jobs stay parked until then."
+            }
+            incident.text = text
+            stepFinished(incident, .rejected(reason: "\(text.title): \(text.message)"))
+        case .unavailable(let reason):
+            stepFinished(incident, .failed(reason: reason, retryAfter: nil))
+        }
+    }
+
+    // MARK: - Release
+
+    /// The cause is gone: stop holding the scope and release every parked job, paced.
+    func startRelease(_ incident: IncidentRecord<BusClock>) {
+        incident.generation &+= 1
+        incident.next = nil
+        transition(incident, to: .releasing)
+        emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now)))
+        if incident.parked.isEmpty {
+            resolve(incident, as: incident.fingerprint.kind == .invalid ? .closed : .recovered)
+        } else {
+            work.yield(.release(incident.id, generation: incident.generation))
+        }
+    }
+
+    /// Runs an incident's parked jobs again, at most ``ErrorBusConfiguration/Release/concurrency``
+    /// at a time, each after a random delay of up to ``ErrorBusConfiguration/Release/spread``.
+    nonisolated func runRelease(_ id: IncidentID, generation: UInt64) async {
+        let concurrency = max(1, configuration.release.concurrency)
+        await withTaskGroup(of: Void.self) { group in
+            var running = 0
+            while !Task.isCancelled {
+                if running >= concurrency {
+                    await group.next()
+                    running -= 1
+                }
+                guard let (command, delay) = await nextReleased(id, generation: generation) else { break }
+                if delay > .zero {
+                    try? await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
+                }
+                group.addTask { await self.runHeld(command, .released(id)) }
+                running += 1
+            }
+        }
+        await releaseFinished(id, generation: generation)
+    }
+
+    /// The next job to release, with its start delay; `nil` once release is over or stopped.
+    private func nextReleased(_ id: IncidentID, generation: UInt64) -> (Command, Duration)? {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else {
+            return nil
+        }
+        while let command = takeFirst(from: incident) {
+            if let holder = holdingIncident(for: command.job, except: id) {
+                // Another incident holds this job's scope now: it waits there instead. Taking it
+                // out just made room, so parking it again cannot overflow.
+                _ = park(command, in: holder, atFront: false, failure: nil)
+                continue
+            }
+            incident.released += 1
+            let spread = configuration.release.spread
+            let delay = spread > .zero ? spread * Double.random(in: 0...1, using: &random) : .zero
+            return (command, delay)
+        }
+        return nil
+    }
+
+    private func releaseFinished(_ id: IncidentID, generation: UInt64) {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else { return }
+        if incident.parked.isEmpty {
+            resolve(incident, as: .recovered)
+        } else {
+            work.yield(.release(id, generation: generation))
+        }
+    }
+
+    // MARK: - Retry budget
+
+    /// Arms a wake-up for when the budget has a token for the waiting retries.
+    func scheduleBudgetWake(after now: BusClock.Instant) {
+        let wakeAt = budget.nextToken(after: now)
+        if let armed = budgetWakeAt, armed <= wakeAt { return }
+        budgetWakeAt = wakeAt
+        work.yield(.budgetTimer(deadline: wakeAt))
+        emit(BusEvent(
+            kind: .budgetExhausted,
+            reason: "the retry budget is empty; \(budgetWaiters.count) retries wait for tokens",
+            delay: now.duration(to: wakeAt)
+        ))
+    }
+
+    nonisolated func budgetTimerFired() async {
+        let commands = await takeBudgetWaiters()
+        await withDiscardingTaskGroup { group in
+            for command in commands {
+                group.addTask { await self.runHeld(command, .retry) }
+            }
+        }
+    }
+
+    /// The waiting retries the budget now has tokens for.
+    private func takeBudgetWaiters() -> [Command] {
+        budgetWakeAt = nil
+        creditSuccesses()
+        let now = clock.now
+        var ready: [Command] = []
+        while !budgetWaiters.isEmpty, budget.withdraw(at: now) {
+            ready.append(budgetWaiters.removeFirst())
+        }
+        if !budgetWaiters.isEmpty { scheduleBudgetWake(after: now) }
+        return ready
+    }
+
+    /// Removes a command whose caller stopped waiting for it.
+    func withdraw(serial: UInt64) {
+        if let index = budgetWaiters.firstIndex(where: { $0.serial == serial }) {
+            budgetWaiters.remove(at: index)
+            return
+        }
+        for incident in incidents.values {
+            let removed = incident.remove { $0.serial == serial }
+            if !removed.isEmpty {
+                parkedTotal -= removed.count
+                return
+            }
+        }
+    }
+}

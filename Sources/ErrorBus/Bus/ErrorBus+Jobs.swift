@@ -1,0 +1,343 @@
+import Logging
+import Synchronization
+
+extension ErrorBus {
+    /// Runs `operation` for `job` through the bus and waits for its final outcome.
+    ///
+    /// The operation runs at once in the caller's task, unless an open incident holds the job's
+    /// scope, realm or service: then the job parks without running. When the operation fails,
+    /// the failure is categorised, offered to the service's responders, and otherwise joins or
+    /// opens an incident, under which the job parks until the incident's policy releases it.
+    /// A released job runs again on the bus's tasks, and its value comes back here.
+    ///
+    /// Each waiting call keeps its task suspended. For bulk work (thousands of queued jobs),
+    /// ``submit(_:operation:completion:)`` parks jobs without holding a task for each.
+    ///
+    /// - Returns: The operation's value, from the first run or a later one.
+    /// - Throws: ``JobStopped`` when the job ends without success: dead-lettered, handled by a
+    ///   responder (with its evaluation), discarded or cancelled by an operator, refused because
+    ///   parking is full, or cancelled with the caller's task. The operation may already have run
+    ///   when the caller's task is cancelled while the job is being released.
+    public nonisolated func run<Value: Sendable>(
+        _ job: Job,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws(JobStopped) -> Value {
+        let value = ValueBox<Value>()
+        let outcome = OneShot<JobOutcome>()
+        let command = Command(
+            serial: nextSerial(),
+            job: job,
+            operation: { value.store(try await operation()) },
+            completion: { outcome.fulfill($0) }
+        )
+        switch await submit(command) {
+        case .completed:
+            // Stored by the operation that just succeeded in this task.
+            return value.take()!
+        case .stopped(let stopped):
+            throw stopped
+        case .parked:
+            let final = await withTaskCancellationHandler {
+                await outcome.value
+            } onCancel: {
+                outcome.fulfill(.stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled)))
+                work.yield(.withdraw(serial: command.serial))
+            }
+            switch final {
+            case .succeeded:
+                guard let result = value.take() else {
+                    // The caller was cancelled while the released job succeeded.
+                    throw JobStopped(evaluation: .cancel, reason: .taskCancelled)
+                }
+                return result
+            case .stopped(let stopped):
+                throw stopped
+            }
+        }
+    }
+
+    /// Hands `job` to the bus: runs it now unless its scope is held, and parks it on failure,
+    /// without holding the caller's task while it is parked.
+    ///
+    /// Returns once the first run finished or the job parked. When the bus holds the job
+    /// (``Submission/parked(_:)``), `completion` is called exactly once, later, with its final
+    /// outcome; otherwise it is not called.
+    public nonisolated func submit(
+        _ job: Job,
+        operation: @escaping @Sendable () async throws -> Void,
+        completion: @escaping @Sendable (JobOutcome) async -> Void
+    ) async -> Submission {
+        await submit(Command(serial: nextSerial(), job: job, operation: operation, completion: completion))
+    }
+
+    /// Reports a failure that has nothing to re-run: it is offered to the service's responders,
+    /// then joins or opens an incident, whose policy runs as for any other failure.
+    ///
+    /// - Returns: The incident the failure belongs to, or `nil` when a responder handled it.
+    @discardableResult
+    public func report(_ failure: Failure) -> IncidentID? {
+        guard case .unhandled(let failure) = respond(to: failure, job: nil) else { return nil }
+        if let incident = openIncidents[failure.fingerprint] {
+            join(incident, failure)
+            return incident.id
+        }
+        guard lifecycle != .stopped else { return nil }
+        return open(failure, parking: nil).id
+    }
+
+    /// The failure an error describes for `job`: its own category when it is a
+    /// ``CategorizedError``, the configured fallback otherwise.
+    public nonisolated func categorize(_ error: any Error, for job: Job) -> Failure {
+        if let categorized = error as? any CategorizedError {
+            return Failure(categorized, job: job)
+        }
+        return configuration.fallback(error, job)
+    }
+
+    // MARK: - Internals
+
+    /// Where a run of a command comes from.
+    enum AttemptContext: Sendable, Equatable {
+        /// Its first run, in the submitter's task.
+        case first
+        /// The canary of an incident.
+        case canary(IncidentID)
+        /// Released by an incident.
+        case released(IncidentID)
+        /// A retry a responder asked for.
+        case retry
+
+        /// The context of a run that a `retry` evaluation repeats at once.
+        var retried: AttemptContext {
+            if case .first = self { .retry } else { self }
+        }
+    }
+
+    /// What becomes of a failed run.
+    enum FailureDecision {
+        case parked(IncidentID?)
+        case stopped(JobStopped)
+        case retryNow
+    }
+
+    enum ResponderDecision {
+        case unhandled(Failure)
+        case handled(Evaluation, Failure)
+    }
+
+    nonisolated func nextSerial() -> UInt64 {
+        serials.add(1, ordering: .relaxed).newValue
+    }
+
+    nonisolated func submit(_ command: Command) async -> Submission {
+        switch await admit(command) {
+        case .run:
+            return await attempt(command, .first)
+        case .parked(let id):
+            return .parked(id)
+        case .stopped(let stopped):
+            return .stopped(stopped)
+        }
+    }
+
+    enum Admission {
+        case run
+        case parked(IncidentID)
+        case stopped(JobStopped)
+    }
+
+    /// Lets a command run, or parks it under the incident holding its scope.
+    func admit(_ command: Command) -> Admission {
+        guard lifecycle != .stopped else {
+            return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
+        }
+        guard let holder = holdingIncident(for: command.job) else { return .run }
+        switch park(command, in: holder, atFront: false, failure: nil) {
+        case .parked(let id?): return .parked(id)
+        case .stopped(let stopped): return .stopped(stopped)
+        case .parked(nil), .retryNow: return .run
+        }
+    }
+
+    /// The oldest open incident that holds back this job, if any.
+    func holdingIncident(for job: Job, except excluded: IncidentID? = nil) -> IncidentRecord<BusClock>? {
+        guard !holds.isEmpty else { return nil }
+        var keys = [HoldKey.scope(job.scope), .service(job.service)]
+        if let realm = job.realm { keys.append(.realm(realm)) }
+        for key in keys {
+            if let holder = holds[key]?.first(where: { $0.id != excluded }) { return holder }
+        }
+        return nil
+    }
+
+    /// Runs a command once (again, if a responder asks for a retry the budget allows).
+    nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
+        var context = context
+        while true {
+            do {
+                try await command.operation()
+                pendingSuccesses.add(1, ordering: .relaxed)
+                if case .canary(let id) = context { await canarySucceeded(id) }
+                return .completed
+            } catch {
+                switch await failed(command, error, context) {
+                case .parked(let id): return .parked(id)
+                case .stopped(let stopped): return .stopped(stopped)
+                case .retryNow: context = context.retried
+                }
+            }
+        }
+    }
+
+    /// Runs a command the bus held, and delivers its outcome to its completion.
+    nonisolated func runHeld(_ command: Command, _ context: AttemptContext) async {
+        switch await attempt(command, context) {
+        case .completed: await command.completion(.succeeded)
+        case .stopped(let stopped): await command.completion(.stopped(stopped))
+        case .parked: break
+        }
+    }
+
+    /// Decides what becomes of a command whose run failed.
+    func failed(_ command: Command, _ error: any Error, _ context: AttemptContext) -> FailureDecision {
+        let decision = decide(command, error, context)
+        // A canary that did not come back with its incident's cause means the cause is gone.
+        if case .canary(let id) = context, let incident = incidents[id], incident.state == .canary {
+            switch decision {
+            case .retryNow: break
+            case .parked(let parkedIn) where parkedIn == id: break
+            case .parked, .stopped: stepFinished(incident, .succeeded)
+            }
+        }
+        return decision
+    }
+
+    private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext) -> FailureDecision {
+        if lifecycle == .stopped {
+            return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
+        }
+        if error is CancellationError {
+            return .stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled))
+        }
+        if let stopped = error as? JobStopped {
+            // The operation ran a job of its own through the bus, which already decided.
+            return .stopped(stopped)
+        }
+        switch respond(to: categorize(error, for: command.job), job: command.job) {
+        case .handled(let evaluation, let failure):
+            return evaluate(evaluation, failure, command)
+        case .unhandled(let failure):
+            return route(failure, command, context)
+        }
+    }
+
+    /// Offers a failure to its service's responders, last connected first.
+    func respond(to failure: Failure, job: Job?) -> ResponderDecision {
+        guard let chain = responders[failure.service], !chain.isEmpty else { return .unhandled(failure) }
+        var failure = failure
+        for link in chain.reversed() {
+            switch link.responder.respond(to: failure, job: job) {
+            case .pass:
+                continue
+            case .rewrite(let rewritten):
+                failure = rewritten
+            case .handle(let evaluation):
+                if evaluation == .abort {
+                    emit(BusEvent(kind: .serviceAborted, job: job, reason: failure.text.description))
+                }
+                return .handled(evaluation, failure)
+            }
+        }
+        return .unhandled(failure)
+    }
+
+    /// Carries out a responder's evaluation.
+    private func evaluate(_ evaluation: Evaluation, _ failure: Failure, _ command: Command) -> FailureDecision {
+        guard evaluation == .retry else {
+            return .stopped(JobStopped(evaluation: evaluation, reason: .handledByResponder, failure: failure))
+        }
+        creditSuccesses()
+        let now = clock.now
+        if budgetWaiters.isEmpty && budget.withdraw(at: now) { return .retryNow }
+        budgetWaiters.append(command)
+        scheduleBudgetWake(after: now)
+        return .parked(nil)
+    }
+
+    /// Joins the failure to its open incident or opens one, and parks the command under it.
+    private func route(_ failure: Failure, _ command: Command, _ context: AttemptContext) -> FailureDecision {
+        guard let incident = openIncidents[failure.fingerprint] else {
+            guard lifecycle != .stopped else {
+                return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown, failure: failure))
+            }
+            // Opening an incident parks or dead-letters its first command.
+            return open(failure, parking: command).decision!
+        }
+        if incident.holdKey == nil {
+            join(incident, failure)
+            return deadLetter(command, failure, in: incident)
+        }
+        if context == .canary(incident.id) && incident.state == .canary {
+            incident.failures &+= 1
+            incident.category = failure.category
+            emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now), reason: failure.text.message))
+            let decision = park(command, in: incident, atFront: true, failure: failure)
+            stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
+            return decision
+        }
+        if incident.state == .releasing {
+            incident.failures &+= 1
+            incident.category = failure.category
+            let decision = park(command, in: incident, atFront: context == .released(incident.id), failure: failure)
+            releaseInterrupted(incident, by: failure)
+            return decision
+        }
+        join(incident, failure)
+        return park(command, in: incident, atFront: false, failure: failure)
+    }
+
+    /// Counts a failure into its open incident: no new policy run, no event.
+    func join(_ incident: IncidentRecord<BusClock>, _ failure: Failure) {
+        incident.failures &+= 1
+        switch failure.category {
+        case .rateLimited, .invalid:
+            incident.category = failure.category
+            if let action = incident.policy.joined(by: failure, at: clock.now, using: &random) {
+                execute(action, for: incident)
+            }
+        case .unreachable, .transient, .unauthenticated, .fatal:
+            break
+        }
+    }
+
+    /// Parks a command under an incident, unless parking is full.
+    func park(
+        _ command: Command,
+        in incident: IncidentRecord<BusClock>,
+        atFront: Bool,
+        failure: Failure?
+    ) -> FailureDecision {
+        guard parkedTotal < configuration.maxParkedJobs else {
+            overflowCount += 1
+            let reason = "parking is full (\(configuration.maxParkedJobs) jobs held); \(command.job) was not parked"
+            logger.debug("parking overflow", metadata: ["job": "\(command.job)", "incident": "\(incident.id)"])
+            emit(BusEvent(kind: .parkingOverflow, incident: incident.snapshot(at: clock.now), job: command.job, reason: reason))
+            return .stopped(JobStopped(evaluation: .cancel, reason: .parkingFull, failure: failure, incident: incident.id))
+        }
+        incident.append(command, atFront: atFront)
+        parkedTotal += 1
+        return .parked(incident.id)
+    }
+
+    func deadLetter(_ command: Command, _ failure: Failure, in incident: IncidentRecord<BusClock>) -> FailureDecision {
+        incident.deadLettered += 1
+        let text = failure.text
+        emit(BusEvent(
+            kind: .jobDeadLettered,
+            incident: incident.snapshot(at: clock.now),
+            job: command.job,
+            reason: "\(text.title): \(text.message)"
+        ))
+        return .stopped(JobStopped(evaluation: .cancel, reason: .deadLettered, failure: failure, incident: incident.id))
+    }
+}

@@ -1,0 +1,179 @@
+extension ErrorBus {
+    // MARK: - Operator actions
+
+    /// Takes the incident's next step now: a canary (outside the retry budget), a probe, a new
+    /// sign-in; resumes a paused service; closes an `invalid` incident. Does nothing while a step
+    /// or a release is already under way.
+    public func retry(incident id: IncidentID) throws(ErrorBusError) {
+        guard let incident = incidents[id] else { throw .noSuchIncident(id) }
+        switch incident.state {
+        case .releasing, .canary, .probing, .reauthenticating:
+            return
+        default:
+            execute(incident.policy.operatorRetry(), for: incident, byOperator: true)
+        }
+    }
+
+    /// Gives up an incident: every job parked under it stops with ``JobStopped/Reason/discarded``
+    /// and the incident resolves.
+    ///
+    /// - Returns: How many jobs were discarded.
+    @discardableResult
+    public nonisolated func discard(incident id: IncidentID) async throws(ErrorBusError) -> Int {
+        let commands = try await takeAll(from: id)
+        let stopped = JobStopped(evaluation: .cancel, reason: .discarded, incident: id)
+        for command in commands { await command.completion(.stopped(stopped)) }
+        return commands.count
+    }
+
+    private func takeAll(from id: IncidentID) throws(ErrorBusError) -> [Command] {
+        guard let incident = incidents[id] else { throw .noSuchIncident(id) }
+        let commands = incident.removeAll()
+        parkedTotal -= commands.count
+        resolve(incident, as: .discarded)
+        return commands
+    }
+
+    /// Stops one parked job with ``JobStopped/Reason/cancelledByOperator``.
+    public nonisolated func cancel(job id: String, service: String) async throws(ErrorBusError) {
+        let (command, incident) = try await takeParked(job: id, service: service)
+        let stopped = JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: incident)
+        await command.completion(.stopped(stopped))
+    }
+
+    private func takeParked(job id: String, service: String) throws(ErrorBusError) -> (Command, IncidentID?) {
+        let matches: (Command) -> Bool = { $0.job.id == id && $0.job.service == service }
+        if let index = budgetWaiters.firstIndex(where: matches) {
+            return (budgetWaiters.remove(at: index), nil)
+        }
+        for incident in incidents.values {
+            if let command = incident.remove(where: matches).first {
+                parkedTotal -= 1
+                return (command, incident.id)
+            }
+        }
+        throw .noSuchJob(service: service, id: id)
+    }
+
+    /// Pauses a service: its new jobs park until ``resume(_:)``. An operator pause is a `fatal`
+    /// incident whose cause is `pausedByOperator`.
+    ///
+    /// - Returns: The incident that holds the service.
+    @discardableResult
+    public func pause(_ service: String) -> IncidentID {
+        let failure = Failure(
+            category: .fatal,
+            scope: service,
+            cause: "pausedByOperator",
+            service: service,
+            text: OperatorText(
+                title: "Paused by operator",
+                message: "\(service) was paused by an operator.",
+                next: "Its work waits until the service is resumed."
+            )
+        )
+        if let existing = openIncidents[failure.fingerprint] { return existing.id }
+        return open(failure, parking: nil, policy: .paused(nil)).id
+    }
+
+    /// Resumes a service: every `fatal` incident holding it releases its jobs.
+    ///
+    /// - Returns: How many incidents were resumed.
+    @discardableResult
+    public func resume(_ service: String) -> Int {
+        let paused = incidents.values
+            .filter { $0.fingerprint.kind == .fatal && $0.fingerprint.scope == service && $0.state != .releasing }
+            .sorted { $0.id < $1.id }
+        for incident in paused { startRelease(incident) }
+        return paused.count
+    }
+
+    // MARK: - Signals from the host
+
+    /// The host's network changed (a link, address or route): every waiting reachability gate
+    /// probes now instead of at its next interval.
+    public func networkChanged() {
+        for incident in incidents.values.sorted(by: { $0.id < $1.id }) where incident.state == .waiting {
+            if let action = incident.policy.networkChanged() { execute(action, for: incident) }
+        }
+    }
+
+    /// New credentials for `realm` are in place (e.g. the auth service refreshed its token after
+    /// an operator fixed the secret): incidents of that realm waiting for a sign-in release their
+    /// jobs.
+    public func credentialsRenewed(realm: String) {
+        let waiting = incidents.values
+            .filter {
+                $0.fingerprint.kind == .unauthenticated && $0.fingerprint.scope == realm
+                    && ($0.state == .waiting || $0.state == .needsOperator)
+            }
+            .sorted { $0.id < $1.id }
+        for incident in waiting { startRelease(incident) }
+    }
+
+    // MARK: - Responders
+
+    /// Connects a responder to a service's chain. The last connected answers first.
+    @discardableResult
+    public func connect(_ responder: some ErrorResponder, to service: String) -> ResponderConnection {
+        nextResponderID += 1
+        responders[service, default: []].append((nextResponderID, responder))
+        return ResponderConnection(service: service, id: nextResponderID)
+    }
+
+    /// Disconnects a responder.
+    public func disconnect(_ connection: ResponderConnection) {
+        responders[connection.service]?.removeAll { $0.id == connection.id }
+    }
+
+    // MARK: - Observation
+
+    /// The bus's state for a status display.
+    public func snapshot() -> BusSnapshot {
+        let now = clock.now
+        let open = incidents.values.sorted { $0.id < $1.id }
+        var parkedByService: [String: [ErrorCategory.Kind: Int]] = [:]
+        for incident in open {
+            for (service, count) in incident.parkedByService {
+                parkedByService[service, default: [:]][incident.fingerprint.kind, default: 0] += count
+            }
+        }
+        creditSuccesses()
+        return BusSnapshot(
+            incidents: open.map { $0.snapshot(at: now) },
+            recentlyResolved: Array(recentlyResolved),
+            parkedJobs: parkedTotal,
+            parkedByService: parkedByService,
+            waitingForBudget: budgetWaiters.count,
+            retryBudgetTokens: budget.tokens,
+            overflowedJobs: overflowCount,
+            isRunning: lifecycle == .running
+        )
+    }
+
+    /// One open or recently resolved incident.
+    public func incident(_ id: IncidentID) throws(ErrorBusError) -> IncidentSnapshot {
+        if let incident = incidents[id] { return incident.snapshot(at: clock.now) }
+        if let resolved = recentlyResolved.last(where: { $0.id == id }) { return resolved }
+        throw .noSuchIncident(id)
+    }
+
+    /// The jobs parked under an open incident, in release order.
+    public func parkedJobs(in id: IncidentID) throws(ErrorBusError) -> [Job] {
+        guard let incident = incidents[id] else { throw .noSuchIncident(id) }
+        return incident.parked.map(\.job)
+    }
+
+    /// Subscribes to the bus's events. The subscription starts with a snapshot taken at the same
+    /// moment, so that nothing between the snapshot and the first event is missed.
+    ///
+    /// - Parameter bufferSize: Events the subscriber may fall behind before losing the oldest;
+    ///   ``ErrorBusConfiguration/eventBufferSize`` by default.
+    public func subscribe(bufferSize: Int? = nil) -> EventSubscription {
+        broadcaster.subscribe(bufferSize: bufferSize ?? configuration.eventBufferSize, snapshot: snapshot())
+    }
+
+    /// Whether the bus's ``run()`` is running. Answering at all shows the actor is not wedged,
+    /// which is what a watchdog wants to know.
+    public var isRunning: Bool { lifecycle == .running }
+}

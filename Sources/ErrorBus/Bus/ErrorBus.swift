@@ -1,0 +1,213 @@
+import DequeModule
+public import Logging
+import Synchronization
+
+/// The one place every failure of a daemon goes.
+///
+/// Services run their work through the bus (``run(_:operation:)``, ``submit(_:operation:completion:)``)
+/// or report failures with nothing to re-run (``report(_:)``). The bus categorises each failure,
+/// lets the service's responders answer it first, and otherwise turns bursts of failures with
+/// one fingerprint into one **incident** whose policy runs once: back-off with canaries, waiting
+/// for a server's hint, a reachability gate, a single re-authentication, dead letters, or a
+/// paused service. Jobs that fail meanwhile are parked under the incident and released, paced,
+/// when its cause is gone.
+///
+/// Policies only make progress while ``run()`` runs: add the bus to the daemon's service group.
+/// The bus does no I/O of its own; probes and re-authentication are injected.
+public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
+    public nonisolated let configuration: ErrorBusConfiguration
+    nonisolated let clock: BusClock
+    let logger: Logger
+
+    var probe: (any ReachabilityProbe)?
+    var authenticator: (any Authenticator)?
+    var random: any RandomNumberGenerator
+
+    enum Lifecycle {
+        case idle
+        case running
+        case stopped
+    }
+
+    var lifecycle = Lifecycle.idle
+
+    /// Open incidents by id and by fingerprint.
+    var incidents: [IncidentID: IncidentRecord<BusClock>] = [:]
+    var openIncidents: [Fingerprint: IncidentRecord<BusClock>] = [:]
+    /// Incidents holding back new work, per key, oldest first.
+    var holds: [HoldKey: [IncidentRecord<BusClock>]] = [:]
+    var recentlyResolved = Deque<IncidentSnapshot>()
+    var nextIncidentID: UInt64
+
+    var parkedTotal = 0
+    var overflowCount = 0
+    var budget: RetryBudget<BusClock>
+    /// Commands whose retry waits for the budget, oldest first.
+    var budgetWaiters = Deque<Command>()
+    var budgetWakeAt: BusClock.Instant?
+
+    var responders: [String: [(id: UInt64, responder: any ErrorResponder)]] = [:]
+    var nextResponderID: UInt64 = 0
+    var broadcaster = EventBroadcaster()
+    /// While an incident opens, the events its policy's first step emits wait here, so that
+    /// subscribers see `incidentOpened` first.
+    var eventsHeldForOpening: [BusEvent]?
+
+    /// Successful operations not yet credited to the retry budget. Counted without a hop to
+    /// the actor, folded in whenever the budget is consulted.
+    nonisolated let pendingSuccesses = Atomic<Int>(0)
+    nonisolated let serials = Atomic<UInt64>(0)
+
+    /// Work the actor hands to ``run()``'s task group: timers, probes, canaries, releases.
+    ///
+    /// Items name incidents, never commands: a command stays parked in its incident until the
+    /// task that runs it takes it, so work that a shutdown cuts short loses nothing.
+    nonisolated let work: AsyncStream<Work>.Continuation
+    let workStream: AsyncStream<Work>
+
+    enum Work: Sendable {
+        case timer(IncidentID, generation: UInt64, deadline: BusClock.Instant)
+        case budgetTimer(deadline: BusClock.Instant)
+        case canary(IncidentID, generation: UInt64)
+        case probe(IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind)
+        case reauthenticate(IncidentID, generation: UInt64, realm: String)
+        case release(IncidentID, generation: UInt64)
+        case withdraw(serial: UInt64)
+    }
+
+    /// Creates a bus. Nothing runs until ``run()`` is called.
+    ///
+    /// - Parameters:
+    ///   - configuration: Policy parameters.
+    ///   - clock: The clock every policy waits on; tests pass a manual one.
+    ///   - probe: Checks whether an unreachable scope answers again. Without one, `unreachable`
+    ///     incidents test recovery with a canary job instead.
+    ///   - authenticator: Signs in again for `unauthenticated` incidents. Without one, they need
+    ///     an operator.
+    ///   - random: The source of jitter.
+    ///   - logger: Where the bus logs (at debug level: the story is told by its events).
+    public init(
+        configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
+        clock: BusClock,
+        probe: (any ReachabilityProbe)? = nil,
+        authenticator: (any Authenticator)? = nil,
+        random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.clock = clock
+        self.probe = probe
+        self.authenticator = authenticator
+        self.random = random
+        self.logger = logger
+        self.nextIncidentID = configuration.firstIncidentID
+        self.budget = RetryBudget(configuration.retryBudget, at: clock.now)
+        (workStream, work) = AsyncStream.makeStream(of: Work.self)
+    }
+
+    /// Sets the reachability probe, e.g. once the service that provides it exists.
+    public func setProbe(_ probe: (any ReachabilityProbe)?) {
+        self.probe = probe
+    }
+
+    /// Sets the authenticator, e.g. once the auth service (which runs its own requests through
+    /// this bus) exists.
+    public func setAuthenticator(_ authenticator: (any Authenticator)?) {
+        self.authenticator = authenticator
+    }
+
+    /// Runs the bus's timers, probes, canaries and releases until the task is cancelled.
+    ///
+    /// When it returns, every job still held by the bus gets ``JobStopped/Reason/shutdown`` and
+    /// the bus refuses new work the same way. Call it once.
+    public nonisolated func run() async {
+        guard await start() else { return }
+        await withDiscardingTaskGroup { group in
+            for await item in workStream {
+                group.addTask { await self.perform(item) }
+            }
+            group.cancelAll()
+        }
+        let leftovers = await stop()
+        for command in leftovers {
+            await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .shutdown)))
+        }
+    }
+
+    private func start() -> Bool {
+        guard case .idle = lifecycle else {
+            logger.error("ErrorBus.run() called more than once; ignoring the second call")
+            return false
+        }
+        lifecycle = .running
+        return true
+    }
+
+    /// Ends every open incident and hands back the commands that were still held.
+    private func stop() -> [Command] {
+        lifecycle = .stopped
+        work.finish()
+        var leftovers = Array(budgetWaiters)
+        budgetWaiters.removeAll()
+        for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
+            leftovers += incident.removeAll()
+            resolve(incident, as: .shutdown)
+        }
+        parkedTotal = 0
+        broadcaster.finish()
+        return leftovers
+    }
+
+    private nonisolated func perform(_ item: Work) async {
+        switch item {
+        case .timer(let id, let generation, let deadline):
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            await timerFired(id, generation: generation)
+        case .budgetTimer(let deadline):
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            await budgetTimerFired()
+        case .canary(let id, let generation):
+            await runCanary(id, generation: generation)
+        case .probe(let id, let generation, let scope, let kind):
+            await runProbe(id, generation: generation, scope: scope, kind: kind)
+        case .reauthenticate(let id, let generation, let realm):
+            await runReauthentication(id, generation: generation, realm: realm)
+        case .release(let id, let generation):
+            await runRelease(id, generation: generation)
+        case .withdraw(let serial):
+            await withdraw(serial: serial)
+        }
+    }
+
+    /// Emits an event to every subscriber.
+    func emit(_ event: BusEvent) {
+        if eventsHeldForOpening != nil {
+            eventsHeldForOpening?.append(event)
+        } else {
+            broadcaster.emit(event)
+        }
+    }
+
+    /// Credits successes counted since the last look to the retry budget.
+    func creditSuccesses() {
+        budget.deposit(successes: pendingSuccesses.exchange(0, ordering: .relaxed))
+    }
+}
+
+extension ErrorBus where BusClock == ContinuousClock {
+    /// Creates a bus on the continuous clock.
+    public init(
+        configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
+        probe: (any ReachabilityProbe)? = nil,
+        authenticator: (any Authenticator)? = nil,
+        logger: Logger
+    ) {
+        self.init(
+            configuration: configuration,
+            clock: ContinuousClock(),
+            probe: probe,
+            authenticator: authenticator,
+            logger: logger
+        )
+    }
+}

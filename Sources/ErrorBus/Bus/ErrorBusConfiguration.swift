@@ -1,0 +1,127 @@
+/// Everything about an ``ErrorBus`` that can be tuned. The defaults suit a daemon talking to one
+/// HTTP API.
+public struct ErrorBusConfiguration: Sendable {
+    /// Back-off for `transient` incidents (and `rateLimited` ones without a hint, and an
+    /// authenticator that cannot be reached).
+    public var backoff = Backoff()
+    /// How `rateLimited` incidents treat the server's hint.
+    public var rateLimit = RateLimit()
+    /// How `unreachable` incidents probe.
+    public var reachability = Reachability()
+    /// How parked jobs are released once an incident's cause is gone.
+    public var release = Release()
+    /// The process-wide budget for retries on top of first attempts.
+    public var retryBudget = RetryBudget()
+    /// How many jobs may be parked at once, over all incidents. Beyond it a new job is stopped
+    /// with ``JobStopped/Reason/parkingFull`` and a ``BusEvent/Kind/parkingOverflow`` event.
+    public var maxParkedJobs = 100_000
+    /// An `invalid` incident stays open to group same-cause dead letters until none arrived for
+    /// this long.
+    public var deadLetterGroupingWindow: Duration = .seconds(60)
+    /// How many events an event subscriber may fall behind before it loses the oldest.
+    public var eventBufferSize = 1_024
+    /// How many resolved incidents the snapshot keeps.
+    public var resolvedIncidentHistory = 64
+    /// The id of the first incident; a daemon that keeps incident history across restarts starts
+    /// after the last one it stored.
+    public var firstIncidentID: UInt64 = 1
+    /// Categorises errors that do not conform to ``CategorizedError``.
+    public var fallback: @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback
+
+    public init() {}
+
+    /// Uncategorised errors are treated as `transient`: retried with back-off, never more often
+    /// than the retry budget allows.
+    public static let defaultFallback: @Sendable (any Error, Job) -> Failure = { error, job in
+        Failure(
+            category: .transient,
+            scope: job.scope,
+            cause: String(describing: type(of: error)),
+            service: job.service,
+            text: OperatorText(
+                title: "Unexpected error",
+                message: "\(job.service) failed with an error it does not classify: \(String(describing: error).prefix(200))"
+            ),
+            error: error
+        )
+    }
+
+    /// Exponential back-off with full jitter.
+    public struct Backoff: Sendable, Equatable {
+        /// The first delay's upper bound.
+        public var base: Duration = .seconds(1)
+        /// Each step multiplies the bound by this.
+        public var factor: Double = 2
+        /// The bound never exceeds this.
+        public var cap: Duration = .seconds(300)
+
+        public init(base: Duration = .seconds(1), factor: Double = 2, cap: Duration = .seconds(300)) {
+            self.base = base
+            self.factor = factor
+            self.cap = cap
+        }
+    }
+
+    /// How the server's `Retry-After` hint is honoured.
+    public struct RateLimit: Sendable, Equatable {
+        /// Shorter hints are raised to this.
+        public var minimum: Duration = .seconds(1)
+        /// Longer hints are lowered to this.
+        public var maximum: Duration = .seconds(3_600)
+        /// Up to this fraction is added to the hint, so clients that were told the same moment
+        /// do not all come back in it. Never subtracted.
+        public var jitter: Double = 0.1
+
+        public init(minimum: Duration = .seconds(1), maximum: Duration = .seconds(3_600), jitter: Double = 0.1) {
+            self.minimum = minimum
+            self.maximum = maximum
+            self.jitter = jitter
+        }
+    }
+
+    /// How an unreachable scope is probed.
+    public struct Reachability: Sendable, Equatable {
+        /// The wait before the first probe.
+        public var initialInterval: Duration = .seconds(1)
+        /// Each failed probe multiplies the wait by this.
+        public var factor: Double = 2
+        /// The wait never exceeds this.
+        public var maximumInterval: Duration = .seconds(30)
+
+        public init(initialInterval: Duration = .seconds(1), factor: Double = 2, maximumInterval: Duration = .seconds(30)) {
+            self.initialInterval = initialInterval
+            self.factor = factor
+            self.maximumInterval = maximumInterval
+        }
+    }
+
+    /// How parked jobs are released.
+    public struct Release: Sendable, Equatable {
+        /// At most this many released jobs run at once.
+        public var concurrency = 16
+        /// Each released job starts after a random delay of up to this, so a recovery is not a
+        /// stampede.
+        public var spread: Duration = .milliseconds(10)
+
+        public init(concurrency: Int = 16, spread: Duration = .milliseconds(10)) {
+            self.concurrency = concurrency
+            self.spread = spread
+        }
+    }
+
+    /// The retry budget (a token bucket).
+    public struct RetryBudget: Sendable, Equatable {
+        /// Tokens each success adds: retries may add at most this fraction of successes.
+        public var successRatio: Double = 0.1
+        /// Tokens time adds each minute, so recovery stays possible when nothing succeeds.
+        public var floorPerMinute: Double = 10
+        /// The most tokens the bucket holds.
+        public var capacity: Double = 100
+
+        public init(successRatio: Double = 0.1, floorPerMinute: Double = 10, capacity: Double = 100) {
+            self.successRatio = successRatio
+            self.floorPerMinute = floorPerMinute
+            self.capacity = capacity
+        }
+    }
+}

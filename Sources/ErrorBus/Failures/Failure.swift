@@ -1,0 +1,74 @@
+/// One failure as the bus sees it: categorised, scoped, explained.
+public struct Failure: Sendable {
+    /// Which policy the bus runs for it.
+    public var category: ErrorCategory
+    /// Where it applies (see ``Fingerprint/scope``).
+    public var scope: String
+    /// A short, stable code for what went wrong.
+    public var cause: String
+    /// The service that met the failure.
+    public var service: String
+    /// The error as it was thrown, for logs.
+    public var error: (any Error)?
+
+    private var explanation: Explanation
+
+    private enum Explanation: Sendable {
+        case fixed(OperatorText)
+        /// Kept unevaluated: most failures join an open incident and are never shown to anyone.
+        case deferred(any CategorizedError)
+    }
+
+    /// A failure with explicit operator text.
+    public init(
+        category: ErrorCategory,
+        scope: String,
+        cause: String,
+        service: String,
+        text: OperatorText,
+        error: (any Error)? = nil
+    ) {
+        self.category = category
+        self.scope = scope
+        self.cause = cause
+        self.service = service
+        self.error = error
+        self.explanation = .fixed(text)
+    }
+
+    /// The failure a categorised error describes, for a job.
+    public init(_ error: some CategorizedError, job: Job) {
+        let category = error.category
+        self.category = category
+        self.scope = error.scope ?? job.defaultScope(for: category.kind)
+        self.cause = error.cause
+        self.service = job.service
+        self.error = error
+        self.explanation = .deferred(error)
+    }
+
+    /// What an operator reads about it; `next` is filled in from the category when the error had
+    /// nothing to say about it.
+    public var text: OperatorText {
+        var text: OperatorText
+        switch explanation {
+        case .fixed(let fixed): text = fixed
+        case .deferred(let error): text = error.operatorText
+        }
+        if text.next == nil { text.next = category.kind.defaultNextStep }
+        return text
+    }
+
+    /// Replaces the operator text, e.g. in a responder that knows better.
+    public mutating func explain(_ text: OperatorText) {
+        explanation = .fixed(text)
+    }
+
+    public var fingerprint: Fingerprint {
+        Fingerprint(scope: scope, kind: category.kind, cause: cause)
+    }
+}
+
+extension Failure: CustomStringConvertible {
+    public var description: String { "\(category) at \(scope) (\(cause)) in \(service)" }
+}

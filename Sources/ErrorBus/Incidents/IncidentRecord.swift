@@ -1,0 +1,121 @@
+import DequeModule
+
+/// An open incident inside the bus: its policy, its parked commands, its counters.
+/// Confined to the bus actor.
+final class IncidentRecord<C: Clock> where C.Duration == Duration {
+    let id: IncidentID
+    let fingerprint: Fingerprint
+    let service: String
+    let openedAt: C.Instant
+    /// What the incident holds back while it holds its scope; `nil` for `invalid`.
+    let holdKey: HoldKey?
+
+    var category: ErrorCategory
+    var text: OperatorText
+    var state: IncidentState
+    var policy: IncidentPolicy<C>
+    var failures = 1
+    var parked = Deque<Command>()
+    var parkedByService: [String: Int] = [:]
+    var released = 0
+    var deadLettered = 0
+    /// The step the policy scheduled and when.
+    var next: (step: PolicyStep, at: C.Instant)?
+    /// Bumped whenever the schedule changes, so that stale timers, probes and releases are
+    /// recognised and ignored.
+    var generation: UInt64 = 0
+    var resolution: Resolution?
+    var closedAt: C.Instant?
+
+    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<C>, at now: C.Instant) {
+        self.id = id
+        self.fingerprint = failure.fingerprint
+        self.service = failure.service
+        self.openedAt = now
+        self.holdKey = HoldKey(failure.fingerprint)
+        self.category = failure.category
+        self.text = failure.text
+        self.state = .waiting
+        self.policy = policy
+    }
+
+    func append(_ command: Command, atFront: Bool) {
+        if atFront { parked.prepend(command) } else { parked.append(command) }
+        parkedByService[command.job.service, default: 0] += 1
+    }
+
+    func popFirst() -> Command? {
+        guard let command = parked.popFirst() else { return nil }
+        didRemove(command)
+        return command
+    }
+
+    func remove(where predicate: (Command) -> Bool) -> [Command] {
+        let removed = Array(parked.filter(predicate))
+        guard !removed.isEmpty else { return [] }
+        parked.removeAll(where: predicate)
+        for command in removed { didRemove(command) }
+        return removed
+    }
+
+    func removeAll() -> [Command] {
+        let all = Array(parked)
+        parked.removeAll()
+        parkedByService.removeAll()
+        return all
+    }
+
+    private func didRemove(_ command: Command) {
+        let service = command.job.service
+        if let count = parkedByService[service], count > 1 {
+            parkedByService[service] = count - 1
+        } else {
+            parkedByService[service] = nil
+        }
+    }
+
+    func snapshot(at now: C.Instant) -> IncidentSnapshot {
+        IncidentSnapshot(
+            id: id,
+            fingerprint: fingerprint,
+            category: category,
+            service: service,
+            text: text,
+            state: state,
+            failures: failures,
+            parked: parked.count,
+            parkedByService: parkedByService,
+            released: released,
+            deadLettered: deadLettered,
+            age: openedAt.duration(to: closedAt ?? now),
+            next: next.map { .init(step: $0.step, delay: max(.zero, now.duration(to: $0.at))) },
+            resolution: resolution
+        )
+    }
+}
+
+/// What an open incident holds back: every job of a host, of a realm, or of a service.
+enum HoldKey: Hashable {
+    case scope(String)
+    case realm(String)
+    case service(String)
+
+    init?(_ fingerprint: Fingerprint) {
+        switch fingerprint.kind {
+        case .unreachable, .rateLimited, .transient: self = .scope(fingerprint.scope)
+        case .unauthenticated: self = .realm(fingerprint.scope)
+        case .fatal: self = .service(fingerprint.scope)
+        case .invalid: return nil
+        }
+    }
+}
+
+/// A job with what it takes to run it again (seed 003's command object): what the bus parks.
+struct Command: Sendable {
+    /// Unique per command, for withdrawing it.
+    let serial: UInt64
+    let job: Job
+    let operation: @Sendable () async throws -> Void
+    /// Receives the final outcome of a command the bus held.
+    let completion: @Sendable (JobOutcome) async -> Void
+}

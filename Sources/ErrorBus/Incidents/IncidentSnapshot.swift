@@ -1,0 +1,88 @@
+/// An incident as a status display shows it: what, where, how much, what next.
+public struct IncidentSnapshot: Sendable, Identifiable {
+    public var id: IncidentID
+    public var fingerprint: Fingerprint
+    /// The category as last seen (e.g. with the latest `Retry-After` hint).
+    public var category: ErrorCategory
+    /// The service whose failure opened the incident.
+    public var service: String
+    /// What an operator reads about it: the failure that opened it, or the reason it now needs
+    /// an operator.
+    public var text: OperatorText
+    public var state: IncidentState
+    /// Failures the incident absorbed, the first one included.
+    public var failures: Int
+    /// Jobs parked under it now.
+    public var parked: Int
+    /// Jobs parked under it now, by service.
+    public var parkedByService: [String: Int]
+    /// Jobs it has released so far.
+    public var released: Int
+    /// Jobs it set aside as dead letters (`invalid` incidents).
+    public var deadLettered: Int
+    /// How long it has been open (for a resolved incident: how long it was open).
+    public var age: Duration
+    /// The policy's next step and how long until it, when one is scheduled.
+    public var next: ScheduledStep?
+    /// How it ended, once resolved.
+    public var resolution: Resolution?
+
+    /// A step the policy has scheduled.
+    public struct ScheduledStep: Sendable, Equatable {
+        public var step: PolicyStep
+        /// Time left until the step (zero when it is under way or overdue).
+        public var delay: Duration
+
+        public init(step: PolicyStep, delay: Duration) {
+            self.step = step
+            self.delay = delay
+        }
+    }
+}
+
+/// Where an incident stands.
+public struct IncidentState: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// Waiting for its next step (back-off, retry-after, probe interval).
+    public static let waiting = IncidentState(rawValue: "waiting")
+    /// A canary job is running.
+    public static let canary = IncidentState(rawValue: "canary")
+    /// A reachability probe is under way.
+    public static let probing = IncidentState(rawValue: "probing")
+    /// Signing in again.
+    public static let reauthenticating = IncidentState(rawValue: "reauthenticating")
+    /// Nothing automatic can help: an operator must act (e.g. credentials rejected).
+    public static let needsOperator = IncidentState(rawValue: "needsOperator")
+    /// The service is paused until it is resumed.
+    public static let paused = IncidentState(rawValue: "paused")
+    /// The cause is gone and parked jobs are being released.
+    public static let releasing = IncidentState(rawValue: "releasing")
+    /// An `invalid` incident grouping same-cause dead letters.
+    public static let collecting = IncidentState(rawValue: "collecting")
+    /// Over.
+    public static let resolved = IncidentState(rawValue: "resolved")
+
+    /// Whether the incident holds back new work of its scope in this state.
+    var holdsScope: Bool {
+        self != .releasing && self != .collecting && self != .resolved
+    }
+}
+
+/// How an incident ended.
+public struct Resolution: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// Its cause went away and every parked job was released.
+    public static let recovered = Resolution(rawValue: "recovered")
+    /// An operator discarded its parked jobs.
+    public static let discarded = Resolution(rawValue: "discarded")
+    /// Its grouping window ended (`invalid`), or an operator closed it.
+    public static let closed = Resolution(rawValue: "closed")
+    /// The bus stopped while it was open.
+    public static let shutdown = Resolution(rawValue: "shutdown")
+}

@@ -1,0 +1,62 @@
+/// Why a job ended without its operation succeeding, and what its caller should do.
+///
+/// Thrown by ``ErrorBus/run(_:operation:)`` and delivered to ``ErrorBus/submit(_:operation:completion:)``
+/// completions.
+public struct JobStopped: Error, Sendable, CustomStringConvertible {
+    /// What the caller should do: `proceed`, `cancel` or `abort` (never `retry`: the bus retries
+    /// by itself).
+    public var evaluation: Evaluation
+    /// Why the job stopped.
+    public var reason: Reason
+    /// The failure that stopped it, when there was one.
+    public var failure: Failure?
+    /// The incident the job belonged to, when there was one.
+    public var incident: IncidentID?
+
+    public init(evaluation: Evaluation, reason: Reason, failure: Failure? = nil, incident: IncidentID? = nil) {
+        self.evaluation = evaluation
+        self.reason = reason
+        self.failure = failure
+        self.incident = incident
+    }
+
+    public var description: String {
+        var text = "\(evaluation): \(reason)"
+        if let failure { text += " — \(failure.text.title): \(failure.text.message)" }
+        return text
+    }
+
+    /// Why a job stopped.
+    public struct Reason: Sendable, Hashable, CustomStringConvertible {
+        private enum Code: String, Sendable, Hashable {
+            case handledByResponder
+            case deadLettered
+            case discarded
+            case cancelledByOperator
+            case parkingFull
+            case taskCancelled
+            case shutdown
+        }
+
+        private let code: Code
+
+        private init(_ code: Code) { self.code = code }
+
+        /// A responder of the job's service handled the failure and answered.
+        public static let handledByResponder = Reason(.handledByResponder)
+        /// The failure was `invalid`: the job will fail the same way again and was set aside.
+        public static let deadLettered = Reason(.deadLettered)
+        /// An operator discarded the incident the job was parked under.
+        public static let discarded = Reason(.discarded)
+        /// An operator cancelled the job.
+        public static let cancelledByOperator = Reason(.cancelledByOperator)
+        /// The bus already holds as many parked jobs as it may (``ErrorBusConfiguration/maxParkedJobs``).
+        public static let parkingFull = Reason(.parkingFull)
+        /// The caller's task was cancelled.
+        public static let taskCancelled = Reason(.taskCancelled)
+        /// The bus stopped running.
+        public static let shutdown = Reason(.shutdown)
+
+        public var description: String { code.rawValue }
+    }
+}

@@ -1,0 +1,60 @@
+/// `rateLimited`: wait exactly what the server asked (clamped, plus a little jitter), then send one
+/// canary. Without a hint, back off as for `transient`.
+struct RateLimitPolicy<C: Clock>: Equatable where C.Duration == Duration {
+    typealias Action = PolicyAction<C.Instant>
+
+    let configuration: ErrorBusConfiguration.RateLimit
+    private(set) var backoff: Backoff
+    /// When the canary is due.
+    private(set) var deadline: C.Instant?
+
+    init(_ configuration: ErrorBusConfiguration.RateLimit, backoff: ErrorBusConfiguration.Backoff) {
+        self.configuration = configuration
+        self.backoff = Backoff(backoff)
+    }
+
+    /// The hint clamped to the configured bounds.
+    func clamped(_ hint: Duration) -> Duration {
+        min(max(hint, configuration.minimum), configuration.maximum)
+    }
+
+    mutating func start(
+        at now: C.Instant,
+        retryAfter hint: Duration?,
+        using random: inout some RandomNumberGenerator
+    ) -> Action {
+        let delay: Duration
+        if let hint {
+            // Jitter only ever adds: nothing may reach the server before its hint has passed.
+            let jitter = Double.random(in: 0...configuration.jitter, using: &random)
+            delay = clamped(hint) * (1 + jitter)
+        } else {
+            delay = backoff.nextDelay(using: &random)
+        }
+        let deadline = now.advanced(by: delay)
+        self.deadline = deadline
+        return .wait(until: deadline, then: .canary)
+    }
+
+    /// A later failure joined: a longer hint pushes the canary back, a shorter one changes nothing.
+    mutating func joined(
+        at now: C.Instant,
+        retryAfter hint: Duration?,
+        using random: inout some RandomNumberGenerator
+    ) -> Action? {
+        guard let hint, let deadline, now.advanced(by: clamped(hint)) > deadline else { return nil }
+        return start(at: now, retryAfter: hint, using: &random)
+    }
+
+    mutating func stepFinished(
+        _ result: StepResult,
+        at now: C.Instant,
+        using random: inout some RandomNumberGenerator
+    ) -> Action {
+        switch result {
+        case .succeeded: return .release
+        case .failed(_, let hint): return start(at: now, retryAfter: hint, using: &random)
+        case .rejected: return start(at: now, retryAfter: nil, using: &random)
+        }
+    }
+}

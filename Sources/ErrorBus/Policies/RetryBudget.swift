@@ -1,0 +1,48 @@
+/// The process-wide retry budget: a token bucket in the spirit of gRPC's retry throttling and the
+/// AWS SDK's retry quota.
+///
+/// Every success adds ``ErrorBusConfiguration/RetryBudget/successRatio`` of a token, time adds
+/// ``ErrorBusConfiguration/RetryBudget/floorPerMinute`` tokens a minute, the bucket holds at most
+/// ``ErrorBusConfiguration/RetryBudget/capacity``, and every retry the bus adds on top of first
+/// attempts (canaries, `retry` evaluations) costs one token. So retries can never add more than a
+/// fixed fraction of recent successes, plus a small floor that keeps recovery possible when
+/// nothing succeeds.
+struct RetryBudget<C: Clock>: Equatable where C.Duration == Duration {
+    let configuration: ErrorBusConfiguration.RetryBudget
+    private(set) var tokens: Double
+    private var refilledAt: C.Instant
+
+    init(_ configuration: ErrorBusConfiguration.RetryBudget, at now: C.Instant) {
+        self.configuration = configuration
+        self.tokens = min(configuration.capacity, configuration.floorPerMinute)
+        self.refilledAt = now
+    }
+
+    /// Credits successful operations.
+    mutating func deposit(successes: Int) {
+        guard successes > 0 else { return }
+        tokens = min(configuration.capacity, tokens + configuration.successRatio * Double(successes))
+    }
+
+    /// Takes one token for a retry, if there is one.
+    mutating func withdraw(at now: C.Instant) -> Bool {
+        refill(at: now)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    /// When the floor refill alone will have produced a whole token.
+    func nextToken(after now: C.Instant) -> C.Instant {
+        let missing = max(0, 1 - tokens)
+        let perSecond = configuration.floorPerMinute / 60
+        return now.advanced(by: .seconds(missing / perSecond))
+    }
+
+    private mutating func refill(at now: C.Instant) {
+        let elapsed = refilledAt.duration(to: now)
+        guard elapsed > .zero else { return }
+        tokens = min(configuration.capacity, tokens + configuration.floorPerMinute / 60 * elapsed.seconds)
+        refilledAt = now
+    }
+}

@@ -1,0 +1,25 @@
+/// `transient`: incident-level exponential back-off with full jitter, one canary per step.
+struct TransientPolicy<C: Clock>: Equatable where C.Duration == Duration {
+    typealias Action = PolicyAction<C.Instant>
+
+    private(set) var backoff: Backoff
+
+    init(_ configuration: ErrorBusConfiguration.Backoff) {
+        backoff = Backoff(configuration)
+    }
+
+    mutating func start(at now: C.Instant, using random: inout some RandomNumberGenerator) -> Action {
+        .wait(until: now.advanced(by: backoff.nextDelay(using: &random)), then: .canary)
+    }
+
+    mutating func stepFinished(
+        _ result: StepResult,
+        at now: C.Instant,
+        using random: inout some RandomNumberGenerator
+    ) -> Action {
+        switch result {
+        case .succeeded: .release
+        case .failed, .rejected: .wait(until: now.advanced(by: backoff.nextDelay(using: &random)), then: .canary)
+        }
+    }
+}

@@ -1,0 +1,126 @@
+@testable import ErrorBus
+import ErrorBusTesting
+import Testing
+
+/// The policies as plain state machines: inputs in, actions out, on a manual clock.
+@Suite struct PolicyTests {
+    typealias Instant = ManualClock.Instant
+
+    @Test func transientDelaysStayInsideFullJitterBounds() {
+        let configuration = ErrorBusConfiguration.Backoff(base: .seconds(1), factor: 2, cap: .seconds(300))
+        var random = SeededRandomNumberGenerator(seed: 7)
+        var lowest = [Double](repeating: .infinity, count: 12)
+        var highest = [Double](repeating: 0, count: 12)
+        for _ in 0..<500 {
+            var policy = TransientPolicy<ManualClock>(configuration)
+            var now = Instant(offset: .zero)
+            var action = policy.start(at: now, using: &random)
+            for step in 0..<12 {
+                guard case .wait(let deadline, .canary) = action else {
+                    Issue.record("transient should wait for a canary, got \(action)")
+                    return
+                }
+                let delay = now.duration(to: deadline).seconds
+                let ceiling = min(300, Double(1 << step))
+                #expect(delay >= 0 && delay <= ceiling, "step \(step): \(delay)s outside 0...\(ceiling)s")
+                lowest[step] = min(lowest[step], delay / ceiling)
+                highest[step] = max(highest[step], delay / ceiling)
+                now = deadline
+                action = policy.stepFinished(.failed(reason: "http503", retryAfter: nil), at: now, using: &random)
+            }
+        }
+        // Full jitter uses the whole range, not just its top half (equal jitter) or its top (none).
+        #expect(lowest.allSatisfy { $0 < 0.05 })
+        #expect(highest.allSatisfy { $0 > 0.95 })
+    }
+
+    @Test func backoffCeilingIsCappedWithoutOverflow() {
+        let backoff = Backoff(.init(base: .seconds(1), factor: 2, cap: .seconds(300)))
+        #expect(backoff.ceiling(forAttempt: 0) == .seconds(1))
+        #expect(backoff.ceiling(forAttempt: 8) == .seconds(256))
+        #expect(backoff.ceiling(forAttempt: 9) == .seconds(300))
+        #expect(backoff.ceiling(forAttempt: 10_000) == .seconds(300))
+    }
+
+    @Test func transientCanarySuccessReleases() {
+        var random = SeededRandomNumberGenerator(seed: 1)
+        var policy = TransientPolicy<ManualClock>(.init())
+        _ = policy.start(at: .seconds(0), using: &random)
+        #expect(policy.stepFinished(.succeeded, at: .seconds(1), using: &random) == .release)
+    }
+
+    @Test func rateLimitHintsAreClampedAndOnlyEverExtended() {
+        var random = SeededRandomNumberGenerator(seed: 3)
+        let configuration = ErrorBusConfiguration.RateLimit(minimum: .seconds(1), maximum: .seconds(3_600), jitter: 0)
+        func firstDeadline(for hint: Duration) -> PolicyAction<Instant> {
+            var policy = RateLimitPolicy<ManualClock>(configuration, backoff: .init())
+            return policy.start(at: .seconds(0), retryAfter: hint, using: &random)
+        }
+        #expect(firstDeadline(for: .milliseconds(10)) == .wait(until: .seconds(1), then: .canary))
+        #expect(firstDeadline(for: .seconds(86_400)) == .wait(until: .seconds(3_600), then: .canary))
+        #expect(firstDeadline(for: .seconds(30)) == .wait(until: .seconds(30), then: .canary))
+
+        var jittered = RateLimitPolicy<ManualClock>(.init(), backoff: .init())
+        for _ in 0..<1_000 {
+            guard case .wait(let deadline, _) = jittered.start(at: .seconds(0), retryAfter: .seconds(10), using: &random) else {
+                Issue.record("rate limit should wait")
+                return
+            }
+            #expect(deadline >= .seconds(10) && deadline <= .seconds(11))
+        }
+    }
+
+    @Test func reachabilityGateGrowsToItsCapAndProbesAtOnceOnNetworkChange() {
+        var gate = ReachabilityGate<ManualClock>(.init())
+        var now = Instant.seconds(0)
+        #expect(gate.start(at: now) == .wait(until: .seconds(1), then: .probe))
+        var waits: [Duration] = []
+        for _ in 0..<7 {
+            now = now.advanced(by: gate.interval)
+            guard case .wait(let deadline, .probe) = gate.stepFinished(.failed(reason: "refused", retryAfter: nil), at: now) else {
+                Issue.record("a failed probe should schedule another")
+                return
+            }
+            waits.append(now.duration(to: deadline))
+        }
+        #expect(waits == [2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+        #expect(gate.networkChanged() == .now(.probe))
+        #expect(gate.stepFinished(.succeeded, at: now) == .release)
+    }
+
+    @Test func reauthenticationEscalatesOnRejectionAndBacksOffWhenUnavailable() {
+        var random = SeededRandomNumberGenerator(seed: 5)
+        var policy = ReauthenticationPolicy<ManualClock>(backoff: .init())
+        #expect(policy.start() == .now(.reauthenticate))
+        #expect(policy.stepFinished(.rejected(reason: "invalid_client"), at: .seconds(0), using: &random)
+            == .needsOperator(reason: "invalid_client"))
+        guard case .wait(let deadline, .reauthenticate) = policy.stepFinished(
+            .failed(reason: "down", retryAfter: nil), at: .seconds(0), using: &random
+        ) else {
+            Issue.record("an unavailable authenticator should be asked again later")
+            return
+        }
+        #expect(deadline <= .seconds(1))
+        #expect(policy.stepFinished(.succeeded, at: .seconds(2), using: &random) == .release)
+    }
+
+    @Test func retryBudgetAllowsAFractionOfSuccessesPlusAFloor() {
+        let configuration = ErrorBusConfiguration.RetryBudget(successRatio: 0.1, floorPerMinute: 6, capacity: 100)
+        var budget = RetryBudget<ManualClock>(configuration, at: .seconds(0))
+        func withdrawals(at seconds: Double, upTo attempts: Int = 50) -> Int {
+            (0..<attempts).count { _ in budget.withdraw(at: .seconds(seconds)) }
+        }
+        // Starts with a minute's floor.
+        #expect(withdrawals(at: 0) == 6)
+        // A hundred successes pay for ten retries.
+        budget.deposit(successes: 100)
+        #expect(withdrawals(at: 0) == 10)
+        // The floor refills one token every ten seconds.
+        #expect(budget.nextToken(after: .seconds(0)) == .seconds(10))
+        #expect(withdrawals(at: 9) == 0)
+        #expect(withdrawals(at: 10) == 1)
+        // Never beyond capacity.
+        budget.deposit(successes: 1_000_000)
+        #expect(budget.tokens == 100)
+    }
+}
