@@ -12,7 +12,7 @@ import Testing
         var lowest = [Double](repeating: .infinity, count: 12)
         var highest = [Double](repeating: 0, count: 12)
         for _ in 0..<500 {
-            var policy = TransientPolicy<ManualClock>(configuration)
+            var policy = TransientPolicy<ManualClock.Instant>(configuration)
             var now = Instant(offset: .zero)
             var action = policy.start(at: now, using: &random)
             for step in 0..<12 {
@@ -44,7 +44,7 @@ import Testing
 
     @Test func transientCanarySuccessReleases() {
         var random = SeededRandomNumberGenerator(seed: 1)
-        var policy = TransientPolicy<ManualClock>(.init())
+        var policy = TransientPolicy<ManualClock.Instant>(.init())
         _ = policy.start(at: .seconds(0), using: &random)
         #expect(policy.stepFinished(.succeeded, at: .seconds(1), using: &random) == .release)
     }
@@ -53,14 +53,14 @@ import Testing
         var random = SeededRandomNumberGenerator(seed: 3)
         let configuration = ErrorBusConfiguration.RateLimit(minimum: .seconds(1), maximum: .seconds(3_600), jitter: 0)
         func firstDeadline(for hint: Duration) -> PolicyAction<Instant> {
-            var policy = RateLimitPolicy<ManualClock>(configuration, backoff: .init())
+            var policy = RateLimitPolicy<ManualClock.Instant>(configuration, backoff: .init())
             return policy.start(at: .seconds(0), retryAfter: hint, using: &random)
         }
         #expect(firstDeadline(for: .milliseconds(10)) == .wait(until: .seconds(1), then: .canary))
         #expect(firstDeadline(for: .seconds(86_400)) == .wait(until: .seconds(3_600), then: .canary))
         #expect(firstDeadline(for: .seconds(30)) == .wait(until: .seconds(30), then: .canary))
 
-        var jittered = RateLimitPolicy<ManualClock>(.init(), backoff: .init())
+        var jittered = RateLimitPolicy<ManualClock.Instant>(.init(), backoff: .init())
         for _ in 0..<1_000 {
             guard case .wait(let deadline, _) = jittered.start(at: .seconds(0), retryAfter: .seconds(10), using: &random) else {
                 Issue.record("rate limit should wait")
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func reachabilityGateGrowsToItsCapAndProbesAtOnceOnNetworkChange() {
-        var gate = ReachabilityGate<ManualClock>(.init())
+        var gate = ReachabilityGate<ManualClock.Instant>(.init())
         var now = Instant.seconds(0)
         #expect(gate.start(at: now) == .wait(until: .seconds(1), then: .probe))
         var waits: [Duration] = []
@@ -90,7 +90,7 @@ import Testing
 
     @Test func reauthenticationEscalatesOnRejectionAndBacksOffWhenUnavailable() {
         var random = SeededRandomNumberGenerator(seed: 5)
-        var policy = ReauthenticationPolicy<ManualClock>(backoff: .init())
+        var policy = ReauthenticationPolicy<ManualClock.Instant>(backoff: .init())
         #expect(policy.start() == .now(.reauthenticate))
         #expect(policy.stepFinished(.rejected(reason: "invalid_client"), at: .seconds(0), using: &random)
             == .needsOperator(reason: "invalid_client"))
@@ -106,7 +106,7 @@ import Testing
 
     @Test func retryBudgetAllowsAFractionOfSuccessesPlusAFloor() {
         let configuration = ErrorBusConfiguration.RetryBudget(successRatio: 0.1, floorPerMinute: 6, capacity: 100)
-        var budget = RetryBudget<ManualClock>(configuration, at: .seconds(0))
+        var budget = RetryBudget<ManualClock.Instant>(configuration, at: .seconds(0))
         func withdrawals(at seconds: Double, upTo attempts: Int = 50) -> Int {
             (0..<attempts).count { _ in budget.withdraw(at: .seconds(seconds)) }
         }

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 extension ErrorBus {
     /// Opens an incident for a failure with a new fingerprint, parks (or dead-letters) the command
@@ -7,11 +8,11 @@ extension ErrorBus {
     func open(
         _ failure: Failure,
         parking command: Command?,
-        policy: IncidentPolicy<BusClock>? = nil
+        policy: IncidentPolicy<BusInstant>? = nil
     ) -> (id: IncidentID, decision: FailureDecision?) {
         let id = IncidentID(rawValue: nextIncidentID)
         nextIncidentID += 1
-        let now = clock.now
+        let now = clock.now()
         let incident = IncidentRecord(
             id: id,
             failure: failure,
@@ -21,7 +22,7 @@ extension ErrorBus {
         incidents[id] = incident
         openIncidents[failure.fingerprint] = incident
         if let key = incident.holdKey {
-            holds[key, default: []].append(incident)
+            hold(key, by: incident)
         } else {
             incident.state = .collecting
         }
@@ -45,7 +46,7 @@ extension ErrorBus {
     }
 
     /// Carries out what an incident's policy decided.
-    func execute(_ action: PolicyAction<BusClock.Instant>, for incident: IncidentRecord<BusClock>, byOperator: Bool = false) {
+    func execute(_ action: PolicyAction<BusInstant>, for incident: IncidentRecord, byOperator: Bool = false) {
         switch action {
         case .wait(let deadline, let step):
             schedule(step, at: deadline, for: incident)
@@ -57,7 +58,7 @@ extension ErrorBus {
             incident.generation &+= 1
             incident.next = nil
             transition(incident, to: .needsOperator)
-            emit(BusEvent(kind: .escalated, incident: incident.snapshot(at: clock.now), reason: reason))
+            emit(BusEvent(kind: .escalated, incident: incident.snapshot(at: clock.now()), reason: reason))
         case .hold:
             incident.generation &+= 1
             incident.next = nil
@@ -68,7 +69,7 @@ extension ErrorBus {
     /// Schedules a step. A later deadline for the step already scheduled only moves the deadline
     /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
     /// deadline back costs no timer each.
-    private func schedule(_ step: PolicyStep, at deadline: BusClock.Instant, for incident: IncidentRecord<BusClock>) {
+    private func schedule(_ step: PolicyStep, at deadline: BusInstant, for incident: IncidentRecord) {
         let waiting: IncidentState = step == .close ? .collecting : .waiting
         if incident.state == waiting, let next = incident.next, next.step == step, deadline >= next.at {
             incident.next = (step, deadline)
@@ -79,13 +80,13 @@ extension ErrorBus {
         transition(incident, to: waiting)
         work.yield(.timer(incident.id, generation: incident.generation, deadline: deadline))
         if step != .close {
-            emit(BusEvent(kind: .policyScheduled, incident: incident.snapshot(at: clock.now)))
+            emit(BusEvent(kind: .policyScheduled, incident: incident.snapshot(at: clock.now())))
         }
     }
 
     func timerFired(_ id: IncidentID, generation: UInt64) {
         guard let incident = incidents[id], incident.generation == generation, let next = incident.next else { return }
-        guard clock.now >= next.at else {
+        guard clock.now() >= next.at else {
             // The deadline moved back since this timer was armed: wait for the rest.
             work.yield(.timer(id, generation: generation, deadline: next.at))
             return
@@ -94,7 +95,7 @@ extension ErrorBus {
     }
 
     /// Takes a policy step now.
-    private func take(_ step: PolicyStep, for incident: IncidentRecord<BusClock>, byOperator: Bool = false) {
+    private func take(_ step: PolicyStep, for incident: IncidentRecord, byOperator: Bool = false) {
         incident.generation &+= 1
         incident.next = nil
         let generation = incident.generation
@@ -106,7 +107,7 @@ extension ErrorBus {
                 return
             }
             creditSuccesses()
-            let now = clock.now
+            let now = clock.now()
             guard byOperator || budget.withdraw(at: now) else {
                 let retryAt = budget.nextToken(after: now)
                 schedule(.canary, at: retryAt, for: incident)
@@ -135,7 +136,7 @@ extension ErrorBus {
                 return
             }
             transition(incident, to: .reauthenticating)
-            emit(BusEvent(kind: .reauthStarted, incident: incident.snapshot(at: clock.now)))
+            emit(BusEvent(kind: .reauthStarted, incident: incident.snapshot(at: clock.now())))
             work.yield(.reauthenticate(incident.id, generation: generation, realm: incident.fingerprint.scope))
         case .close:
             resolve(incident, as: .closed)
@@ -143,39 +144,49 @@ extension ErrorBus {
     }
 
     /// Feeds a step's result to the incident's policy and carries out its answer.
-    func stepFinished(_ incident: IncidentRecord<BusClock>, _ result: StepResult) {
-        execute(incident.policy.stepFinished(result, at: clock.now, using: &random), for: incident)
+    func stepFinished(_ incident: IncidentRecord, _ result: StepResult) {
+        execute(incident.policy.stepFinished(result, at: clock.now(), using: &random), for: incident)
     }
 
     /// A job released by the incident (or a new one) met its cause again: release stops.
-    func releaseInterrupted(_ incident: IncidentRecord<BusClock>, by failure: Failure) {
-        emit(BusEvent(kind: .releaseStopped, incident: incident.snapshot(at: clock.now), reason: failure.text.message))
-        execute(incident.policy.releaseInterrupted(by: failure, at: clock.now, using: &random), for: incident)
+    func releaseInterrupted(_ incident: IncidentRecord, by failure: Failure) {
+        emit(BusEvent(kind: .releaseStopped, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
+        execute(incident.policy.releaseInterrupted(by: failure, at: clock.now(), using: &random), for: incident)
     }
 
     /// Moves an incident to a state, taking it into or out of the holds.
-    func transition(_ incident: IncidentRecord<BusClock>, to state: IncidentState) {
+    func transition(_ incident: IncidentRecord, to state: IncidentState) {
         let wasHolding = incident.state.holdsScope
         incident.state = state
         guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
         if state.holdsScope {
-            holds[key, default: []].append(incident)
+            hold(key, by: incident)
         } else {
             holds[key]?.removeAll { $0 === incident }
-            if holds[key]?.isEmpty == true { holds[key] = nil }
+            if holds[key]?.isEmpty == true {
+                holds[key] = nil
+                admission.withLock { _ = $0.held.remove(key) }
+            }
         }
     }
 
+    private func hold(_ key: HoldKey, by incident: IncidentRecord) {
+        if holds[key] == nil {
+            admission.withLock { _ = $0.held.insert(key) }
+        }
+        holds[key, default: []].append(incident)
+    }
+
     /// Takes the first parked command out of an incident.
-    func takeFirst(from incident: IncidentRecord<BusClock>) -> Command? {
+    func takeFirst(from incident: IncidentRecord) -> Command? {
         guard let command = incident.popFirst() else { return nil }
         parkedTotal -= 1
         return command
     }
 
     /// Ends an incident and records it in the history.
-    func resolve(_ incident: IncidentRecord<BusClock>, as resolution: Resolution) {
-        let now = clock.now
+    func resolve(_ incident: IncidentRecord, as resolution: Resolution) {
+        let now = clock.now()
         incident.generation &+= 1
         incident.next = nil
         incident.resolution = resolution
@@ -229,7 +240,7 @@ extension ErrorBus {
         case .reachable:
             stepFinished(incident, .succeeded)
         case .unreachable(let reason):
-            emit(BusEvent(kind: .probeFailed, incident: incident.snapshot(at: clock.now), reason: reason))
+            emit(BusEvent(kind: .probeFailed, incident: incident.snapshot(at: clock.now()), reason: reason))
             stepFinished(incident, .failed(reason: reason, retryAfter: nil))
         case .unsupported:
             if incident.fingerprint.kind == .fatal {
@@ -269,11 +280,11 @@ extension ErrorBus {
     // MARK: - Release
 
     /// The cause is gone: stop holding the scope and release every parked job, paced.
-    func startRelease(_ incident: IncidentRecord<BusClock>) {
+    func startRelease(_ incident: IncidentRecord) {
         incident.generation &+= 1
         incident.next = nil
         transition(incident, to: .releasing)
-        emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now)))
+        emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
         if incident.parked.isEmpty {
             resolve(incident, as: incident.fingerprint.kind == .invalid ? .closed : .recovered)
         } else {
@@ -294,7 +305,7 @@ extension ErrorBus {
                 }
                 guard let (command, delay) = await nextReleased(id, generation: generation) else { break }
                 if delay > .zero {
-                    try? await clock.sleep(until: clock.now.advanced(by: delay), tolerance: nil)
+                    try? await clock.sleep(clock.now().advanced(by: delay))
                 }
                 group.addTask { await self.runHeld(command, .released(id)) }
                 running += 1
@@ -335,7 +346,7 @@ extension ErrorBus {
     // MARK: - Retry budget
 
     /// Arms a wake-up for when the budget has a token for the waiting retries.
-    func scheduleBudgetWake(after now: BusClock.Instant) {
+    func scheduleBudgetWake(after now: BusInstant) {
         let wakeAt = budget.nextToken(after: now)
         if let armed = budgetWakeAt, armed <= wakeAt { return }
         budgetWakeAt = wakeAt
@@ -360,7 +371,7 @@ extension ErrorBus {
     private func takeBudgetWaiters() -> [Command] {
         budgetWakeAt = nil
         creditSuccesses()
-        let now = clock.now
+        let now = clock.now()
         var ready: [Command] = []
         while !budgetWaiters.isEmpty, budget.withdraw(at: now) {
             ready.append(budgetWaiters.removeFirst())

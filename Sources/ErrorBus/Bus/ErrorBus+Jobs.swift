@@ -130,6 +130,11 @@ extension ErrorBus {
     }
 
     nonisolated func submit(_ command: Command) async -> Submission {
+        if admission.withLock({ $0.mayRun(command.job) }) {
+            // Nothing holds this job back: run it without a hop to the actor. An incident that
+            // opens meanwhile sees it fail like any job that was already in flight.
+            return await attempt(command, .first)
+        }
         switch await admit(command) {
         case .run:
             return await attempt(command, .first)
@@ -160,13 +165,14 @@ extension ErrorBus {
     }
 
     /// The oldest open incident that holds back this job, if any.
-    func holdingIncident(for job: Job, except excluded: IncidentID? = nil) -> IncidentRecord<BusClock>? {
+    func holdingIncident(for job: Job, except excluded: IncidentID? = nil) -> IncidentRecord? {
         guard !holds.isEmpty else { return nil }
-        var keys = [HoldKey.scope(job.scope), .service(job.service)]
-        if let realm = job.realm { keys.append(.realm(realm)) }
-        for key in keys {
-            if let holder = holds[key]?.first(where: { $0.id != excluded }) { return holder }
+        func holder(_ key: HoldKey) -> IncidentRecord? {
+            holds[key]?.first { $0.id != excluded }
         }
+        if let scope = holder(.scope(job.scope)) { return scope }
+        if let service = holder(.service(job.service)) { return service }
+        if let realm = job.realm { return holder(.realm(realm)) }
         return nil
     }
 
@@ -216,14 +222,18 @@ extension ErrorBus {
         if lifecycle == .stopped {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
-        if error is CancellationError {
+        let failure: Failure
+        if let categorized = error as? any CategorizedError {
+            failure = Failure(categorized, job: command.job)
+        } else if error is CancellationError {
             return .stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled))
-        }
-        if let stopped = error as? JobStopped {
+        } else if let stopped = error as? JobStopped {
             // The operation ran a job of its own through the bus, which already decided.
             return .stopped(stopped)
+        } else {
+            failure = configuration.fallback(error, command.job)
         }
-        switch respond(to: categorize(error, for: command.job), job: command.job) {
+        switch respond(to: failure, job: command.job) {
         case .handled(let evaluation, let failure):
             return evaluate(evaluation, failure, command)
         case .unhandled(let failure):
@@ -233,7 +243,9 @@ extension ErrorBus {
 
     /// Offers a failure to its service's responders, last connected first.
     func respond(to failure: Failure, job: Job?) -> ResponderDecision {
-        guard let chain = responders[failure.service], !chain.isEmpty else { return .unhandled(failure) }
+        guard !responders.isEmpty, let chain = responders[failure.service], !chain.isEmpty else {
+            return .unhandled(failure)
+        }
         var failure = failure
         for link in chain.reversed() {
             switch link.responder.respond(to: failure, job: job) {
@@ -257,7 +269,7 @@ extension ErrorBus {
             return .stopped(JobStopped(evaluation: evaluation, reason: .handledByResponder, failure: failure))
         }
         creditSuccesses()
-        let now = clock.now
+        let now = clock.now()
         if budgetWaiters.isEmpty && budget.withdraw(at: now) { return .retryNow }
         budgetWaiters.append(command)
         scheduleBudgetWake(after: now)
@@ -280,7 +292,7 @@ extension ErrorBus {
         if context == .canary(incident.id) && incident.state == .canary {
             incident.failures &+= 1
             incident.category = failure.category
-            emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now), reason: failure.text.message))
+            emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
             let decision = park(command, in: incident, atFront: true, failure: failure)
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
             return decision
@@ -297,12 +309,12 @@ extension ErrorBus {
     }
 
     /// Counts a failure into its open incident: no new policy run, no event.
-    func join(_ incident: IncidentRecord<BusClock>, _ failure: Failure) {
+    func join(_ incident: IncidentRecord, _ failure: Failure) {
         incident.failures &+= 1
         switch failure.category {
         case .rateLimited, .invalid:
             incident.category = failure.category
-            if let action = incident.policy.joined(by: failure, at: clock.now, using: &random) {
+            if let action = incident.policy.joined(by: failure, at: clock.now(), using: &random) {
                 execute(action, for: incident)
             }
         case .unreachable, .transient, .unauthenticated, .fatal:
@@ -313,7 +325,7 @@ extension ErrorBus {
     /// Parks a command under an incident, unless parking is full.
     func park(
         _ command: Command,
-        in incident: IncidentRecord<BusClock>,
+        in incident: IncidentRecord,
         atFront: Bool,
         failure: Failure?
     ) -> FailureDecision {
@@ -321,7 +333,7 @@ extension ErrorBus {
             overflowCount += 1
             let reason = "parking is full (\(configuration.maxParkedJobs) jobs held); \(command.job) was not parked"
             logger.debug("parking overflow", metadata: ["job": "\(command.job)", "incident": "\(incident.id)"])
-            emit(BusEvent(kind: .parkingOverflow, incident: incident.snapshot(at: clock.now), job: command.job, reason: reason))
+            emit(BusEvent(kind: .parkingOverflow, incident: incident.snapshot(at: clock.now()), job: command.job, reason: reason))
             return .stopped(JobStopped(evaluation: .cancel, reason: .parkingFull, failure: failure, incident: incident.id))
         }
         incident.append(command, atFront: atFront)
@@ -329,12 +341,12 @@ extension ErrorBus {
         return .parked(incident.id)
     }
 
-    func deadLetter(_ command: Command, _ failure: Failure, in incident: IncidentRecord<BusClock>) -> FailureDecision {
+    func deadLetter(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
         incident.deadLettered += 1
         let text = failure.text
         emit(BusEvent(
             kind: .jobDeadLettered,
-            incident: incident.snapshot(at: clock.now),
+            incident: incident.snapshot(at: clock.now()),
             job: command.job,
             reason: "\(text.title): \(text.message)"
         ))

@@ -124,13 +124,14 @@ extension ErrorBus {
     /// Disconnects a responder.
     public func disconnect(_ connection: ResponderConnection) {
         responders[connection.service]?.removeAll { $0.id == connection.id }
+        if responders[connection.service]?.isEmpty == true { responders[connection.service] = nil }
     }
 
     // MARK: - Observation
 
     /// The bus's state for a status display.
     public func snapshot() -> BusSnapshot {
-        let now = clock.now
+        let now = clock.now()
         let open = incidents.values.sorted { $0.id < $1.id }
         var parkedByService: [String: [ErrorCategory.Kind: Int]] = [:]
         for incident in open {
@@ -153,7 +154,7 @@ extension ErrorBus {
 
     /// One open or recently resolved incident.
     public func incident(_ id: IncidentID) throws(ErrorBusError) -> IncidentSnapshot {
-        if let incident = incidents[id] { return incident.snapshot(at: clock.now) }
+        if let incident = incidents[id] { return incident.snapshot(at: clock.now()) }
         if let resolved = recentlyResolved.last(where: { $0.id == id }) { return resolved }
         throw .noSuchIncident(id)
     }

@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// Policies only make progress while ``run()`` runs: add the bus to the daemon's service group.
 /// The bus does no I/O of its own; probes and re-authentication are injected.
-public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
+public actor ErrorBus {
     public nonisolated let configuration: ErrorBusConfiguration
     nonisolated let clock: BusClock
     let logger: Logger
@@ -32,19 +32,19 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     var lifecycle = Lifecycle.idle
 
     /// Open incidents by id and by fingerprint.
-    var incidents: [IncidentID: IncidentRecord<BusClock>] = [:]
-    var openIncidents: [Fingerprint: IncidentRecord<BusClock>] = [:]
+    var incidents: [IncidentID: IncidentRecord] = [:]
+    var openIncidents: [Fingerprint: IncidentRecord] = [:]
     /// Incidents holding back new work, per key, oldest first.
-    var holds: [HoldKey: [IncidentRecord<BusClock>]] = [:]
+    var holds: [HoldKey: [IncidentRecord]] = [:]
     var recentlyResolved = Deque<IncidentSnapshot>()
     var nextIncidentID: UInt64
 
     var parkedTotal = 0
     var overflowCount = 0
-    var budget: RetryBudget<BusClock>
+    var budget: RetryBudget<BusInstant>
     /// Commands whose retry waits for the budget, oldest first.
     var budgetWaiters = Deque<Command>()
-    var budgetWakeAt: BusClock.Instant?
+    var budgetWakeAt: BusInstant?
 
     var responders: [String: [(id: UInt64, responder: any ErrorResponder)]] = [:]
     var nextResponderID: UInt64 = 0
@@ -52,6 +52,11 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     /// While an incident opens, the events its policy's first step emits wait here, so that
     /// subscribers see `incidentOpened` first.
     var eventsHeldForOpening: [BusEvent]?
+
+    /// What admission needs to know, readable without a hop to the actor: the keys some
+    /// incident holds, and whether the bus stopped. Written only by the actor, under the lock,
+    /// whenever ``holds`` gains or loses a key; the actor's own state stays authoritative.
+    nonisolated let admission = Mutex(AdmissionIndex())
 
     /// Successful operations not yet credited to the retry budget. Counted without a hop to
     /// the actor, folded in whenever the budget is consulted.
@@ -66,8 +71,8 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     let workStream: AsyncStream<Work>
 
     enum Work: Sendable {
-        case timer(IncidentID, generation: UInt64, deadline: BusClock.Instant)
-        case budgetTimer(deadline: BusClock.Instant)
+        case timer(IncidentID, generation: UInt64, deadline: BusInstant)
+        case budgetTimer(deadline: BusInstant)
         case canary(IncidentID, generation: UInt64)
         case probe(IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind)
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
@@ -88,20 +93,20 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     ///   - logger: Where the bus logs (at debug level: the story is told by its events).
     public init(
         configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
-        clock: BusClock,
+        clock: some Clock<Duration> = ContinuousClock(),
         probe: (any ReachabilityProbe)? = nil,
         authenticator: (any Authenticator)? = nil,
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
         logger: Logger
     ) {
         self.configuration = configuration
-        self.clock = clock
+        self.clock = BusClock(clock)
         self.probe = probe
         self.authenticator = authenticator
         self.random = random
         self.logger = logger
         self.nextIncidentID = configuration.firstIncidentID
-        self.budget = RetryBudget(configuration.retryBudget, at: clock.now)
+        self.budget = RetryBudget(configuration.retryBudget, at: self.clock.now())
         (workStream, work) = AsyncStream.makeStream(of: Work.self)
     }
 
@@ -146,6 +151,7 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     /// Ends every open incident and hands back the commands that were still held.
     private func stop() -> [Command] {
         lifecycle = .stopped
+        admission.withLock { $0.stopped = true }
         work.finish()
         var leftovers = Array(budgetWaiters)
         budgetWaiters.removeAll()
@@ -161,10 +167,10 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     private nonisolated func perform(_ item: Work) async {
         switch item {
         case .timer(let id, let generation, let deadline):
-            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            guard (try? await clock.sleep(deadline)) != nil else { return }
             await timerFired(id, generation: generation)
         case .budgetTimer(let deadline):
-            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            guard (try? await clock.sleep(deadline)) != nil else { return }
             await budgetTimerFired()
         case .canary(let id, let generation):
             await runCanary(id, generation: generation)
@@ -194,20 +200,17 @@ public actor ErrorBus<BusClock: Clock> where BusClock.Duration == Duration {
     }
 }
 
-extension ErrorBus where BusClock == ContinuousClock {
-    /// Creates a bus on the continuous clock.
-    public init(
-        configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
-        probe: (any ReachabilityProbe)? = nil,
-        authenticator: (any Authenticator)? = nil,
-        logger: Logger
-    ) {
-        self.init(
-            configuration: configuration,
-            clock: ContinuousClock(),
-            probe: probe,
-            authenticator: authenticator,
-            logger: logger
-        )
+/// The held keys and lifecycle, mirrored for lock-protected reads outside the actor.
+struct AdmissionIndex: Sendable {
+    var held: Set<HoldKey> = []
+    var stopped = false
+
+    /// Whether a job may run without asking the bus: nothing holds any of its keys.
+    func mayRun(_ job: Job) -> Bool {
+        guard !stopped else { return false }
+        guard !held.isEmpty else { return true }
+        if held.contains(.scope(job.scope)) || held.contains(.service(job.service)) { return false }
+        if let realm = job.realm, held.contains(.realm(realm)) { return false }
+        return true
     }
 }

@@ -1,11 +1,23 @@
 /// One failure as the bus sees it: categorised, scoped, explained.
 public struct Failure: Sendable {
     /// Which policy the bus runs for it.
-    public var category: ErrorCategory
+    public var category: ErrorCategory {
+        didSet {
+            if category.kind != fingerprint.kind { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause) }
+        }
+    }
+    /// What makes it the same incident as other failures: scope, category and cause.
+    public private(set) var fingerprint: Fingerprint
     /// Where it applies (see ``Fingerprint/scope``).
-    public var scope: String
+    public var scope: String {
+        get { fingerprint.scope }
+        set { fingerprint = Fingerprint(scope: newValue, kind: category.kind, cause: cause) }
+    }
     /// A short, stable code for what went wrong.
-    public var cause: String
+    public var cause: String {
+        get { fingerprint.cause }
+        set { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: newValue) }
+    }
     /// The service that met the failure.
     public var service: String
     /// The error as it was thrown, for logs.
@@ -29,8 +41,7 @@ public struct Failure: Sendable {
         error: (any Error)? = nil
     ) {
         self.category = category
-        self.scope = scope
-        self.cause = cause
+        self.fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause)
         self.service = service
         self.error = error
         self.explanation = .fixed(text)
@@ -40,8 +51,11 @@ public struct Failure: Sendable {
     public init(_ error: some CategorizedError, job: Job) {
         let category = error.category
         self.category = category
-        self.scope = error.scope ?? job.defaultScope(for: category.kind)
-        self.cause = error.cause
+        self.fingerprint = Fingerprint(
+            scope: error.scope ?? job.defaultScope(for: category.kind),
+            kind: category.kind,
+            cause: error.cause
+        )
         self.service = job.service
         self.error = error
         self.explanation = .deferred(error)
@@ -62,10 +76,6 @@ public struct Failure: Sendable {
     /// Replaces the operator text, e.g. in a responder that knows better.
     public mutating func explain(_ text: OperatorText) {
         explanation = .fixed(text)
-    }
-
-    public var fingerprint: Fingerprint {
-        Fingerprint(scope: scope, kind: category.kind, cause: cause)
     }
 }
 

@@ -1,16 +1,33 @@
 /// What makes two failures the same incident: where, what kind, and why.
+///
+/// Its hash is computed once, when it is made: a burst of failures reported with one failure
+/// value looks its incident up without hashing strings each time.
 public struct Fingerprint: Sendable, Hashable, CustomStringConvertible {
     /// The endpoint's host for network categories, the auth realm for `unauthenticated`, the
     /// service for `fatal`, the job's scope for `invalid`.
-    public var scope: String
-    public var kind: ErrorCategory.Kind
+    public let scope: String
+    public let kind: ErrorCategory.Kind
     /// A short, stable code, e.g. `"connectionRefused"`.
-    public var cause: String
+    public let cause: String
+    private let hashCode: Int
 
     public init(scope: String, kind: ErrorCategory.Kind, cause: String) {
         self.scope = scope
         self.kind = kind
         self.cause = cause
+        var hasher = Hasher()
+        hasher.combine(scope)
+        hasher.combine(kind)
+        hasher.combine(cause)
+        hashCode = hasher.finalize()
+    }
+
+    public static func == (lhs: Fingerprint, rhs: Fingerprint) -> Bool {
+        lhs.hashCode == rhs.hashCode && lhs.kind == rhs.kind && lhs.scope == rhs.scope && lhs.cause == rhs.cause
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(hashCode)
     }
 
     public var description: String { "\(kind) \(scope) (\(cause))" }

@@ -2,32 +2,32 @@ import DequeModule
 
 /// An open incident inside the bus: its policy, its parked commands, its counters.
 /// Confined to the bus actor.
-final class IncidentRecord<C: Clock> where C.Duration == Duration {
+final class IncidentRecord {
     let id: IncidentID
     let fingerprint: Fingerprint
     let service: String
-    let openedAt: C.Instant
+    let openedAt: BusInstant
     /// What the incident holds back while it holds its scope; `nil` for `invalid`.
     let holdKey: HoldKey?
 
     var category: ErrorCategory
     var text: OperatorText
     var state: IncidentState
-    var policy: IncidentPolicy<C>
+    var policy: IncidentPolicy<BusInstant>
     var failures = 1
     var parked = Deque<Command>()
     var parkedByService: [String: Int] = [:]
     var released = 0
     var deadLettered = 0
     /// The step the policy scheduled and when.
-    var next: (step: PolicyStep, at: C.Instant)?
+    var next: (step: PolicyStep, at: BusInstant)?
     /// Bumped whenever the schedule changes, so that stale timers, probes and releases are
     /// recognised and ignored.
     var generation: UInt64 = 0
     var resolution: Resolution?
-    var closedAt: C.Instant?
+    var closedAt: BusInstant?
 
-    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<C>, at now: C.Instant) {
+    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<BusInstant>, at now: BusInstant) {
         self.id = id
         self.fingerprint = failure.fingerprint
         self.service = failure.service
@@ -74,7 +74,7 @@ final class IncidentRecord<C: Clock> where C.Duration == Duration {
         }
     }
 
-    func snapshot(at now: C.Instant) -> IncidentSnapshot {
+    func snapshot(at now: BusInstant) -> IncidentSnapshot {
         IncidentSnapshot(
             id: id,
             fingerprint: fingerprint,
@@ -95,7 +95,7 @@ final class IncidentRecord<C: Clock> where C.Duration == Duration {
 }
 
 /// What an open incident holds back: every job of a host, of a realm, or of a service.
-enum HoldKey: Hashable {
+enum HoldKey: Hashable, Sendable {
     case scope(String)
     case realm(String)
     case service(String)

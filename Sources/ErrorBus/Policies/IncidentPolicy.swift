@@ -1,19 +1,19 @@
 /// The policy of one incident: the state machine its category calls for.
 ///
-/// Plain values, generic over the clock, no side effects: every input returns the action the bus
+/// Plain values, generic over the clock's instants, no side effects: every input returns the action the bus
 /// must carry out, so tests drive each policy with a manual clock and a seeded random source.
-enum IncidentPolicy<C: Clock>: Equatable where C.Duration == Duration {
-    typealias Action = PolicyAction<C.Instant>
+enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    typealias Action = PolicyAction<Instant>
 
-    case transient(TransientPolicy<C>)
-    case rateLimited(RateLimitPolicy<C>)
-    case unreachable(ReachabilityGate<C>)
-    case unauthenticated(ReauthenticationPolicy<C>)
+    case transient(TransientPolicy<Instant>)
+    case rateLimited(RateLimitPolicy<Instant>)
+    case unreachable(ReachabilityGate<Instant>)
+    case unauthenticated(ReauthenticationPolicy<Instant>)
     /// `invalid`: nothing is retried; the incident only groups same-cause dead letters until no
     /// new one arrived for the grouping window.
     case deadLetters(window: Duration)
     /// `fatal`: the service is paused; with a probe, it resumes by itself once the probe passes.
-    case paused(ReachabilityGate<C>?)
+    case paused(ReachabilityGate<Instant>?)
 
     init(for failure: Failure, configuration: ErrorBusConfiguration, canProbe: Bool) {
         switch failure.category {
@@ -35,7 +35,7 @@ enum IncidentPolicy<C: Clock>: Equatable where C.Duration == Duration {
     /// The incident just opened with `failure`.
     mutating func start(
         with failure: Failure,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch self {
@@ -64,7 +64,7 @@ enum IncidentPolicy<C: Clock>: Equatable where C.Duration == Duration {
     /// action only when the schedule changes.
     mutating func joined(
         by failure: Failure,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action? {
         switch self {
@@ -81,7 +81,7 @@ enum IncidentPolicy<C: Clock>: Equatable where C.Duration == Duration {
     /// A step (canary, probe, re-authentication) finished.
     mutating func stepFinished(
         _ result: StepResult,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch self {
@@ -110,7 +110,7 @@ enum IncidentPolicy<C: Clock>: Equatable where C.Duration == Duration {
     /// A released job met the same cause again: release stops, the policy starts over.
     mutating func releaseInterrupted(
         by failure: Failure,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch self {

@@ -1,12 +1,12 @@
 /// `rateLimited`: wait exactly what the server asked (clamped, plus a little jitter), then send one
 /// canary. Without a hint, back off as for `transient`.
-struct RateLimitPolicy<C: Clock>: Equatable where C.Duration == Duration {
-    typealias Action = PolicyAction<C.Instant>
+struct RateLimitPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    typealias Action = PolicyAction<Instant>
 
     let configuration: ErrorBusConfiguration.RateLimit
     private(set) var backoff: Backoff
     /// When the canary is due.
-    private(set) var deadline: C.Instant?
+    private(set) var deadline: Instant?
 
     init(_ configuration: ErrorBusConfiguration.RateLimit, backoff: ErrorBusConfiguration.Backoff) {
         self.configuration = configuration
@@ -19,7 +19,7 @@ struct RateLimitPolicy<C: Clock>: Equatable where C.Duration == Duration {
     }
 
     mutating func start(
-        at now: C.Instant,
+        at now: Instant,
         retryAfter hint: Duration?,
         using random: inout some RandomNumberGenerator
     ) -> Action {
@@ -38,7 +38,7 @@ struct RateLimitPolicy<C: Clock>: Equatable where C.Duration == Duration {
 
     /// A later failure joined: a longer hint pushes the canary back, a shorter one changes nothing.
     mutating func joined(
-        at now: C.Instant,
+        at now: Instant,
         retryAfter hint: Duration?,
         using random: inout some RandomNumberGenerator
     ) -> Action? {
@@ -48,7 +48,7 @@ struct RateLimitPolicy<C: Clock>: Equatable where C.Duration == Duration {
 
     mutating func stepFinished(
         _ result: StepResult,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch result {

@@ -1,7 +1,7 @@
 /// `unreachable` (and `fatal` with a probe): hold the scope, poll the probe at a growing interval,
 /// probe at once when the network changes, release everything when the probe answers.
-struct ReachabilityGate<C: Clock>: Equatable where C.Duration == Duration {
-    typealias Action = PolicyAction<C.Instant>
+struct ReachabilityGate<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    typealias Action = PolicyAction<Instant>
 
     let configuration: ErrorBusConfiguration.Reachability
     /// The wait before the next probe.
@@ -14,12 +14,12 @@ struct ReachabilityGate<C: Clock>: Equatable where C.Duration == Duration {
         self.interval = configuration.initialInterval
     }
 
-    mutating func start(at now: C.Instant) -> Action {
+    mutating func start(at now: Instant) -> Action {
         interval = configuration.initialInterval
         return .wait(until: now.advanced(by: interval), then: .probe)
     }
 
-    mutating func stepFinished(_ result: StepResult, at now: C.Instant) -> Action {
+    mutating func stepFinished(_ result: StepResult, at now: Instant) -> Action {
         switch result {
         case .succeeded:
             return .release

@@ -1,7 +1,7 @@
 /// `unauthenticated`: sign in again once for the whole realm; rejected credentials wait for an
 /// operator; an authenticator that cannot be reached is tried again with back-off.
-struct ReauthenticationPolicy<C: Clock>: Equatable where C.Duration == Duration {
-    typealias Action = PolicyAction<C.Instant>
+struct ReauthenticationPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    typealias Action = PolicyAction<Instant>
 
     private(set) var backoff: Backoff
 
@@ -15,7 +15,7 @@ struct ReauthenticationPolicy<C: Clock>: Equatable where C.Duration == Duration 
 
     mutating func stepFinished(
         _ result: StepResult,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch result {

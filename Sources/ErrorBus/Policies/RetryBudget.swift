@@ -7,12 +7,12 @@
 /// attempts (canaries, `retry` evaluations) costs one token. So retries can never add more than a
 /// fixed fraction of recent successes, plus a small floor that keeps recovery possible when
 /// nothing succeeds.
-struct RetryBudget<C: Clock>: Equatable where C.Duration == Duration {
+struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     let configuration: ErrorBusConfiguration.RetryBudget
     private(set) var tokens: Double
-    private var refilledAt: C.Instant
+    private var refilledAt: Instant
 
-    init(_ configuration: ErrorBusConfiguration.RetryBudget, at now: C.Instant) {
+    init(_ configuration: ErrorBusConfiguration.RetryBudget, at now: Instant) {
         self.configuration = configuration
         self.tokens = min(configuration.capacity, configuration.floorPerMinute)
         self.refilledAt = now
@@ -25,7 +25,7 @@ struct RetryBudget<C: Clock>: Equatable where C.Duration == Duration {
     }
 
     /// Takes one token for a retry, if there is one.
-    mutating func withdraw(at now: C.Instant) -> Bool {
+    mutating func withdraw(at now: Instant) -> Bool {
         refill(at: now)
         guard tokens >= 1 else { return false }
         tokens -= 1
@@ -33,13 +33,13 @@ struct RetryBudget<C: Clock>: Equatable where C.Duration == Duration {
     }
 
     /// When the floor refill alone will have produced a whole token.
-    func nextToken(after now: C.Instant) -> C.Instant {
+    func nextToken(after now: Instant) -> Instant {
         let missing = max(0, 1 - tokens)
         let perSecond = configuration.floorPerMinute / 60
         return now.advanced(by: .seconds(missing / perSecond))
     }
 
-    private mutating func refill(at now: C.Instant) {
+    private mutating func refill(at now: Instant) {
         let elapsed = refilledAt.duration(to: now)
         guard elapsed > .zero else { return }
         tokens = min(configuration.capacity, tokens + configuration.floorPerMinute / 60 * elapsed.seconds)

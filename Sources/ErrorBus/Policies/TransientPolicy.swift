@@ -1,6 +1,6 @@
 /// `transient`: incident-level exponential back-off with full jitter, one canary per step.
-struct TransientPolicy<C: Clock>: Equatable where C.Duration == Duration {
-    typealias Action = PolicyAction<C.Instant>
+struct TransientPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    typealias Action = PolicyAction<Instant>
 
     private(set) var backoff: Backoff
 
@@ -8,13 +8,13 @@ struct TransientPolicy<C: Clock>: Equatable where C.Duration == Duration {
         backoff = Backoff(configuration)
     }
 
-    mutating func start(at now: C.Instant, using random: inout some RandomNumberGenerator) -> Action {
+    mutating func start(at now: Instant, using random: inout some RandomNumberGenerator) -> Action {
         .wait(until: now.advanced(by: backoff.nextDelay(using: &random)), then: .canary)
     }
 
     mutating func stepFinished(
         _ result: StepResult,
-        at now: C.Instant,
+        at now: Instant,
         using random: inout some RandomNumberGenerator
     ) -> Action {
         switch result {

@@ -35,7 +35,7 @@ final class EventLog {
 
 import Testing
 
-typealias TestBus = ErrorBus<ManualClock>
+typealias TestBus = ErrorBus
 
 /// Creates a bus on a manual clock, runs it, hands it to `body` with its clock and event log,
 /// and stops it afterwards.

@@ -43,7 +43,7 @@ final class ScriptedAuthenticator: Authenticator {
         var answers: [ReauthenticationResult]
         var otherwise: ReauthenticationResult
         var calls = 0
-        var gate: CheckedContinuation<Void, Never>?
+        var gates: [CheckedContinuation<Void, Never>] = []
         var held: Bool
     }
 
@@ -66,14 +66,14 @@ final class ScriptedAuthenticator: Authenticator {
 
     var callCount: Int { state.withLock { $0.calls } }
 
-    /// Lets a held re-authentication answer.
+    /// Lets every held re-authentication answer, and later ones answer at once.
     func letAnswer() {
-        let gate = state.withLock { state in
+        let gates = state.withLock { state in
             state.held = false
-            defer { state.gate = nil }
-            return state.gate
+            defer { state.gates.removeAll() }
+            return state.gates
         }
-        gate?.resume()
+        for gate in gates { gate.resume() }
     }
 
     func reauthenticate(realm: String) async -> ReauthenticationResult {
@@ -84,7 +84,7 @@ final class ScriptedAuthenticator: Authenticator {
         startedContinuation.yield(call)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let wait = state.withLock { state in
-                if state.held { state.gate = continuation }
+                if state.held { state.gates.append(continuation) }
                 return state.held
             }
             if !wait { continuation.resume() }
