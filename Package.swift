@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+        .library(name: "Systemd", targets: ["Systemd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -25,6 +26,20 @@ let package = Package(
         .target(
             name: "ErrorBusTesting",
             dependencies: ["ErrorBus"]
+        ),
+        // libsystemd, as the C module the Systemd target wraps.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // sd_notify, socket activation and a journal LogHandler. Knows nothing about errorbus.
+        .target(
+            name: "Systemd",
+            dependencies: [
+                "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ErrorBusTests",
