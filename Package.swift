@@ -41,6 +41,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A small program the Systemd tests run as a real child process (socket activation,
+        // sd_notify from the environment, the journal outage in a private mount namespace).
+        .executableTarget(
+            name: "systemd-test-helper",
+            dependencies: [
+                "Systemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/systemd-test-helper"
+        ),
+        .testTarget(
+            name: "SystemdTests",
+            dependencies: [
+                "Systemd",
+                "systemd-test-helper",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "ErrorBusTests",
             dependencies: [
