@@ -26,6 +26,38 @@ let package = Package(
             name: "ErrorBusTesting",
             dependencies: ["ErrorBus"]
         ),
+        // libsystemd, as the C module the Systemd target wraps.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // sd_notify, socket activation and a journal LogHandler. Knows nothing about errorbus.
+        .target(
+            name: "Systemd",
+            dependencies: [
+                "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A small program the Systemd tests run as a real child process (socket activation,
+        // sd_notify from the environment, the journal outage in a private mount namespace).
+        .executableTarget(
+            name: "systemd-test-helper",
+            dependencies: [
+                "Systemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/systemd-test-helper"
+        ),
+        .testTarget(
+            name: "SystemdTests",
+            dependencies: [
+                "Systemd",
+                "systemd-test-helper",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "ErrorBusTests",
             dependencies: [
