@@ -1,0 +1,78 @@
+import Synchronization
+import Varlink
+
+/// Implements `io.errorbus.test`, and tells the test what its handlers do.
+final class TestService: Sendable {
+    /// Something a handler did that a test waits for.
+    enum Event: Sendable, Equatable {
+        case waiting
+        case floodEnded
+    }
+
+    let events: AsyncStream<Event>
+    private let eventContinuation: AsyncStream<Event>.Continuation
+    private let gate: AsyncStream<Void>
+    private let gateContinuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (events, eventContinuation) = AsyncStream.makeStream(of: Event.self)
+        (gate, gateContinuation) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    /// Lets every `Wait` call, present and future, reply.
+    func openGate() {
+        gateContinuation.finish()
+    }
+
+    /// Waits until `event` has happened `count` times.
+    func next(_ event: Event, count: Int = 1) async {
+        var seen = 0
+        for await happened in events where happened == event {
+            seen += 1
+            if seen == count { return }
+        }
+    }
+
+    func router() throws -> VarlinkRouter {
+        var router = VarlinkRouter(vendor: "errorbus", product: "varlink-tests", version: "1.0", url: "https://errorbus.example/varlink")
+        try router.add(TestAPI.interface())
+        try router.implement(TestAPI.echo) { parameters, _ in
+            TestAPI.Text(text: String(repeating: parameters.text, count: parameters.times ?? 1))
+        }
+        try router.implementStreaming(TestAPI.count) { parameters, _, replies in
+            guard parameters.to > 0 else { throw VarlinkService.invalidParameter.error(.init(parameter: "to")) }
+            for value in 1..<parameters.to {
+                try await replies.send(TestAPI.Number(value: value))
+            }
+            return TestAPI.Number(value: parameters.to)
+        }
+        let events = eventContinuation
+        try router.implementStreaming(TestAPI.flood) { _, _, replies in
+            defer { events.yield(.floodEnded) }
+            let blob = TestAPI.Blob(blob: String(repeating: "x", count: 64 * 1024))
+            while true {
+                try await replies.send(blob)
+            }
+        }
+        try router.implement(TestAPI.whoAmI) { _, context in
+            TestAPI.Peer(pid: context.peer.pid, uid: context.peer.uid, gid: context.peer.gid)
+        }
+        let gate = self.gate
+        try router.implement(TestAPI.wait) { _, _ in
+            events.yield(.waiting)
+            for await _ in gate {}
+            return VarlinkEmpty()
+        }
+        try router.implement(TestAPI.fail) { parameters, _ in
+            throw TestAPI.noSuchThing.error(parameters)
+        }
+        try router.implement(TestAPI.crash) { _, _ in
+            struct Oops: Error {}
+            throw Oops()
+        }
+        try router.implement(TestAPI.forecast) { _, _ in
+            TestAPI.Weather(mood: .stormy, gusts: [12.5, 30], notes: ["north": "cold"], later: [])
+        }
+        return router
+    }
+}
