@@ -26,8 +26,11 @@ public struct VarlinkReplyWriter<Reply: Encodable & Sendable>: Sendable {
 
     /// Sends `reply` with `continues: true`.
     ///
-    /// - Throws: if the connection is closed, or ``CallFinished`` if the call is over.
+    /// - Throws: `CancellationError` if the handler has been cancelled (the client went away, or
+    ///   the server is shutting down), ``CallFinished`` if the call is over, or the connection's
+    ///   error if it failed.
     public func send(_ reply: Reply) async throws {
+        try Task.checkCancellation()
         guard open.isOpen.withLock({ $0 }) else { throw CallFinished() }
         try await sink.write(reply, continues: true)
     }

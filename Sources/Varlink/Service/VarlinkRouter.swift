@@ -2,6 +2,7 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import NIOFoundationEssentialsCompat
+import ServiceLifecycle
 
 /// The interfaces a server serves and the handlers of their methods.
 ///
@@ -82,9 +83,9 @@ public struct VarlinkRouter: Sendable {
     /// The handler sends every reply but the last through the ``VarlinkReplyWriter`` (each with
     /// `continues: true`) and returns the last. A call without `more` is answered with
     /// `org.varlink.service.ExpectedMore` and a `oneway` call is ignored, without running the
-    /// handler. When the client disconnects, the handler's task is cancelled. When the server
-    /// shuts down gracefully, the handler should end the stream (swift-service-lifecycle's
-    /// `cancelOnGracefulShutdown()` on the sequence it forwards does that).
+    /// handler. When the client disconnects or the server shuts down gracefully, the handler's
+    /// task is cancelled (and ``VarlinkReplyWriter/send(_:)`` throws): it may still return a last
+    /// reply, which is sent if the connection is open.
     ///
     /// - Throws: ``VarlinkDeclarationError`` if the method's interface has not been added or does
     ///   not declare the method.
@@ -107,7 +108,7 @@ public struct VarlinkRouter: Sendable {
             defer { replies.finish() }
             let last: Reply
             do {
-                guard let reply = try await Self.cancellingOnClose(sink.closeFuture, {
+                guard let reply = try await Self.cancellingOnCloseOrShutdown(sink.closeFuture, {
                     try await handler(parameters, context, replies)
                 }) else { return }
                 last = reply
@@ -234,23 +235,47 @@ extension VarlinkRouter {
         return nil
     }
 
-    /// Runs `body`, cancelling it if the connection closes first; `nil` if it was cancelled so.
-    private static func cancellingOnClose<Result: Sendable>(
+    /// Runs a streaming handler, cancelling it when the connection closes or the server begins
+    /// a graceful shutdown; `nil` if it was stopped so and did not return a last reply.
+    private static func cancellingOnCloseOrShutdown<Result: Sendable>(
         _ closeFuture: EventLoopFuture<Void>,
         _ body: @escaping @Sendable () async throws -> Result
     ) async throws -> Result? {
         let (closed, closedContinuation) = AsyncStream.makeStream(of: Never.self)
         closeFuture.whenComplete { _ in closedContinuation.finish() }
-        return try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask { try await body() }
+        return try await withThrowingTaskGroup(of: StreamOutcome<Result>.self) { group in
+            group.addTask { .returned(try await body()) }
             group.addTask {
-                // Ends when the connection closes, or when the body has finished (cancellation).
-                for await _ in closed {}
-                return nil
+                // Ends when the connection closes, the server shuts down, or the handler has returned.
+                for await _ in closed.cancelOnGracefulShutdown() {}
+                return .stopped
             }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
+            var stopped = false
+            while true {
+                do {
+                    switch try await group.next() {
+                    case .returned(let result):
+                        group.cancelAll()
+                        return result
+                    case .stopped:
+                        stopped = true
+                        group.cancelAll()
+                    case nil:
+                        return nil
+                    }
+                } catch {
+                    // A handler that was stopped ends as it may, usually with a CancellationError.
+                    if stopped { return nil }
+                    group.cancelAll()
+                    throw error
+                }
+            }
         }
+    }
+
+    private enum StreamOutcome<Result: Sendable>: Sendable {
+        case returned(Result)
+        case stopped
     }
 }
 

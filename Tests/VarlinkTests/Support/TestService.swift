@@ -1,4 +1,3 @@
-import Synchronization
 import Varlink
 
 /// Implements `io.errorbus.test`, and tells the test what its handlers do.
@@ -6,7 +5,8 @@ final class TestService: Sendable {
     /// Something a handler did that a test waits for.
     enum Event: Sendable, Equatable {
         case waiting
-        case floodEnded
+        /// A `Flood` handler ended, after sending this many replies.
+        case floodEnded(sent: Int)
     }
 
     let events: AsyncStream<Event>
@@ -24,13 +24,12 @@ final class TestService: Sendable {
         gateContinuation.finish()
     }
 
-    /// Waits until `event` has happened `count` times.
-    func next(_ event: Event, count: Int = 1) async {
-        var seen = 0
-        for await happened in events where happened == event {
-            seen += 1
-            if seen == count { return }
+    /// Waits for the next event that `matches`, and returns it.
+    func next(where matches: (Event) -> Bool) async -> Event? {
+        for await event in events where matches(event) {
+            return event
         }
+        return nil
     }
 
     func router() throws -> VarlinkRouter {
@@ -48,10 +47,12 @@ final class TestService: Sendable {
         }
         let events = eventContinuation
         try router.implementStreaming(TestAPI.flood) { _, _, replies in
-            defer { events.yield(.floodEnded) }
+            var sent = 0
+            defer { events.yield(.floodEnded(sent: sent)) }
             let blob = TestAPI.Blob(blob: String(repeating: "x", count: 64 * 1024))
             while true {
                 try await replies.send(blob)
+                sent += 1
             }
         }
         try router.implement(TestAPI.whoAmI) { _, context in
