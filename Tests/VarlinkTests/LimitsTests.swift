@@ -69,9 +69,11 @@ struct LimitsTests {
                     // Both are counted once they have been answered.
                     _ = try await first.call(TestAPI.echo, .init(text: "1"))
                     _ = try await second.call(TestAPI.echo, .init(text: "2"))
-                    try await RawConnection.with(path) { _, messages throws in
-                        #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.TooManyConnections","parameters":{"maximum":2}}"#))
-                        #expect(try await messages.nextText() == nil)
+                    try await withDeadline {
+                        try await RawConnection.with(path) { _, messages throws in
+                            #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.TooManyConnections","parameters":{"maximum":2}}"#))
+                            #expect(try await messages.nextText() == nil)
+                        }
                     }
                     // Our client sees the same error as the reply to its call.
                     let error = await #expect(throws: VarlinkError.self) {

@@ -120,14 +120,14 @@ public final class VarlinkClient {
 
     /// Calls a method and returns its reply.
     ///
-    /// - Parameter timeout: How long to wait for the reply; the configuration's `callTimeout`
-    ///   unless given, `nil` for no limit.
+    /// - Parameter timeout: How long to wait for the reply; `nil` for the configuration's
+    ///   `callTimeout` (which may itself be `nil`, for no limit).
     /// - Throws: ``VarlinkError`` if the service answers with an error, ``VarlinkClientError``
     ///   otherwise.
     public func call<Parameters, Reply>(
         _ method: VarlinkMethod<Parameters, Reply>,
         _ parameters: Parameters,
-        timeout: Duration?? = .none
+        timeout: Duration? = nil
     ) async throws -> Reply {
         try begin()
         try await send(method.qualifiedName, parameters, oneway: nil, more: nil)
@@ -140,7 +140,7 @@ public final class VarlinkClient {
     }
 
     /// Calls a method without parameters and returns its reply.
-    public func call<Reply>(_ method: VarlinkMethod<VarlinkEmpty, Reply>, timeout: Duration?? = .none) async throws -> Reply {
+    public func call<Reply>(_ method: VarlinkMethod<VarlinkEmpty, Reply>, timeout: Duration? = nil) async throws -> Reply {
         try await call(method, VarlinkEmpty(), timeout: timeout)
     }
 
@@ -207,8 +207,19 @@ public final class VarlinkClient {
         do {
             try await outbound.write(message)
         } catch {
-            throw fail(VarlinkClientError(.connectionClosed, "the connection closed: \(error)"))
+            let failure = fail(VarlinkClientError(.connectionClosed, "the connection closed: \(error)"))
+            // The service may have said why before it closed the connection (a limit it enforces).
+            throw await closingReason() ?? failure
         }
+    }
+
+    /// The error reply the service sent before closing the connection, if it sent one.
+    private func closingReason() async -> VarlinkError? {
+        // The channel is closed: what it had read is still delivered, then the stream ends.
+        guard let message = try? await inbound.next(isolation: #isolation),
+            let reply = try? decoder.decode(VarlinkWire.ErrorReply.self, from: message)
+        else { return nil }
+        return VarlinkError(name: reply.error, parameters: reply.parameters ?? .emptyObject)
     }
 
     /// Reads one reply: its parameters and whether more follow.
