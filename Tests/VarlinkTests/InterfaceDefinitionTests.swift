@@ -20,6 +20,9 @@ struct InterfaceDefinitionTests {
             # Streams large replies until the client goes away.
             method Flood() -> (blob: string)
 
+            # Streams one reply, then waits for nothing until cancelled.
+            method Linger() -> (value: int)
+
             # The caller's credentials, as the server sees them.
             method WhoAmI() -> (pid: int, uid: int, gid: int)
 

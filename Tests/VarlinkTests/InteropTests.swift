@@ -24,7 +24,7 @@ struct InteropTests {
         ])
         #expect(members?["io.errorbus.varlink"] == ["InternalError", "InvalidMessage", "MessageTooLarge", "TooManyConnections"])
         #expect(members?["io.errorbus.test"] == [
-            "Count", "Crash", "Echo", "Fail", "Flood", "Forecast", "NoSuchThing", "NotYet", "Wait", "Weather", "WhoAmI",
+            "Count", "Crash", "Echo", "Fail", "Flood", "Forecast", "Linger", "NoSuchThing", "NotYet", "Wait", "Weather", "WhoAmI",
         ])
         #expect((result?["echo"] as? [String: String]) == ["text": "abab"])
         #expect((result?["echoWithoutOptional"] as? [String: String]) == ["text": "once"])

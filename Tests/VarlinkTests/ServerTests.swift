@@ -1,4 +1,6 @@
 import Foundation
+import InMemoryLogging
+import Logging
 import Testing
 @testable import Varlink
 
@@ -56,6 +58,32 @@ struct ServerTests {
                 #expect(try await client.call(TestAPI.echo, .init(text: "next")) == .init(text: "next"))
             }
         }
+    }
+
+    @Test func streamingHandlerIsCancelledWhenTheClientGoesAway() async throws {
+        let service = self.service
+        let logs = InMemoryLogHandler()
+        let logger = Logger(label: "varlink-tests") { _ in logs }
+        try await withTestServer(router: service.router(), logger: logger) { path in
+            // A handler waiting for something to send…
+            try await withClient(path) { client throws in
+                for try await _ in try await client.stream(TestAPI.linger, VarlinkEmpty()) { break }
+            }
+            // …is cancelled once the connection closes.
+            let ended = try await withDeadline { await service.next { if case .lingerEnded = $0 { true } else { false } } }
+            #expect(ended == .lingerEnded(cancelled: true))
+            // A handler sending replies ends too.
+            try await withClient(path) { client throws in
+                var received = 0
+                for try await _ in try await client.stream(TestAPI.flood, VarlinkEmpty()) {
+                    received += 1
+                    if received == 3 { break }
+                }
+            }
+            _ = try await withDeadline { await service.next { if case .floodEnded = $0 { true } else { false } } }
+        }
+        // A client going away is no failure of the method.
+        #expect(logs.entries.allSatisfy { $0.level < .warning }, "\(logs.entries)")
     }
 
     @Test func streamingMethodCalledWithoutMoreAnswersExpectedMore() async throws {

@@ -13,21 +13,39 @@ struct ReplySink: Sendable {
     /// Replies to a `oneway` call are dropped.
     let oneway: Bool
 
+    /// The connection failed while a reply was written: the client has gone or was disconnected.
+    struct ConnectionFailed: Error {
+        let underlying: any Error
+    }
+
     func write<Reply: Encodable>(_ reply: Reply, continues: Bool) async throws {
         guard !oneway else { return }
         let message = VarlinkWire.Reply(parameters: reply, continues: continues ? true : nil)
-        try await outbound.write(VarlinkWire.frame(message, encoder: encoder, allocator: allocator))
+        try await send(VarlinkWire.frame(message, encoder: encoder, allocator: allocator))
     }
 
     func write(error: VarlinkError) async throws {
         guard !oneway else { return }
         let message = VarlinkWire.ErrorReply(error: error.name, parameters: error.parameters)
-        try await outbound.write(VarlinkWire.frame(message, encoder: encoder, allocator: allocator))
+        try await send(VarlinkWire.frame(message, encoder: encoder, allocator: allocator))
+    }
+
+    private func send(_ message: ByteBuffer) async throws {
+        do {
+            try await outbound.write(message)
+        } catch {
+            throw ConnectionFailed(underlying: error)
+        }
     }
 
     /// Answers with the error a handler threw: a ``VarlinkError`` as it is, anything else as
-    /// `InternalError`, logged, because its text is for the operator, not the caller.
+    /// `InternalError`, logged, because its text is for the operator, not the caller. A failed
+    /// connection or a cancelled handler is not answered: the error is rethrown and the
+    /// connection closes.
     func write(failure: any Error, context: VarlinkCallContext) async throws {
+        if failure is ConnectionFailed || failure is CancellationError {
+            throw failure
+        }
         if let error = failure as? VarlinkError {
             try await write(error: error)
         } else {

@@ -62,6 +62,11 @@ enum TestAPI {
         name: "Flood",
         documentation: "Streams large replies until the client goes away."
     )
+    static let linger = VarlinkMethod<VarlinkEmpty, Number>(
+        interface: name,
+        name: "Linger",
+        documentation: "Streams one reply, then waits for nothing until cancelled."
+    )
     static let whoAmI = VarlinkMethod<VarlinkEmpty, Peer>(
         interface: name,
         name: "WhoAmI",
@@ -92,7 +97,7 @@ enum TestAPI {
             documentation: "Methods for testing the Varlink server.",
             members: [
                 .type(Weather.self, documentation: "What the sky does."),
-                .method(echo), .method(count), .method(flood), .method(whoAmI), .method(wait),
+                .method(echo), .method(count), .method(flood), .method(linger), .method(whoAmI), .method(wait),
                 .method(fail), .method(crash), .method(notYet), .method(forecast),
                 .error(noSuchThing),
             ]

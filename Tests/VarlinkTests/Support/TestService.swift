@@ -7,6 +7,8 @@ final class TestService: Sendable {
         case waiting
         /// A `Flood` handler ended, after sending this many replies.
         case floodEnded(sent: Int)
+        /// A `Linger` handler ended; `cancelled` if its task had been cancelled.
+        case lingerEnded(cancelled: Bool)
     }
 
     let events: AsyncStream<Event>
@@ -54,6 +56,13 @@ final class TestService: Sendable {
                 try await replies.send(blob)
                 sent += 1
             }
+        }
+        try router.implementStreaming(TestAPI.linger) { _, _, replies in
+            defer { events.yield(.lingerEnded(cancelled: Task.isCancelled)) }
+            try await replies.send(TestAPI.Number(value: 1))
+            let (never, _) = AsyncStream.makeStream(of: Never.self)
+            for await _ in never {}
+            return TestAPI.Number(value: 2)
         }
         try router.implement(TestAPI.whoAmI) { _, context in
             TestAPI.Peer(pid: context.peer.pid, uid: context.peer.uid, gid: context.peer.gid)
