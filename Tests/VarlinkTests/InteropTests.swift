@@ -3,8 +3,8 @@ import Testing
 import Varlink
 
 /// Interoperability with the reference implementation of Varlink, the Python `varlink` package:
-/// its client against our server, our client against its server.
-@Suite(.timeLimit(.minutes(1)))
+/// its client against our server, our client against its server. Serialized: see ``Python``.
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct InteropTests {
     let service = TestService()
 

@@ -30,6 +30,21 @@ struct ReplySink: Sendable {
         try await send(VarlinkWire.frame(message, encoder: encoder, allocator: allocator))
     }
 
+    /// Waits until the event loop has taken every reply written so far.
+    ///
+    /// The outbound writer hands each write to the event loop and learns only later that the
+    /// channel has stopped being writable; a handler that streams fast could queue any number of
+    /// replies before then. Waiting here keeps it to one in flight, so a client that does not
+    /// read holds at most the socket's buffers and the channel's high watermark.
+    func flush() async throws {
+        guard !oneway else { return }
+        do {
+            try await closeFuture.eventLoop.submit {}.get()
+        } catch {
+            throw ConnectionFailed(underlying: error)
+        }
+    }
+
     private func send(_ message: ByteBuffer) async throws {
         do {
             try await outbound.write(message)

@@ -33,6 +33,7 @@ public struct VarlinkReplyWriter<Reply: Encodable & Sendable>: Sendable {
         try Task.checkCancellation()
         guard open.isOpen.withLock({ $0 }) else { throw CallFinished() }
         try await sink.write(reply, continues: true)
+        try await sink.flush()
     }
 
     func finish() {

@@ -8,6 +8,8 @@ import Glibc
 /// Varlink (PyPI: varlink; `scripts/test` installs it).
 ///
 /// Nothing here blocks a thread of Swift's cooperative pool: the server under test needs them.
+/// Scripts must not run concurrently (the suite is serialized): a child started meanwhile would
+/// inherit the write end of another's pipe and keep it from ever reaching its end.
 enum Python {
     static func script(_ name: String) -> String {
         URL(fileURLWithPath: #filePath)
@@ -18,74 +20,70 @@ enum Python {
             .path
     }
 
-    /// A started script: its output as it arrives, and its exit status once it has exited.
-    private struct Running {
-        let process: Process
-        let stdout: AsyncStream<String>
-        let stderr: AsyncStream<String>
-        let exit: AsyncStream<Int32>
-
-        init(_ script: String, _ arguments: [String]) throws {
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", Python.script(script)] + arguments
-            process.standardInput = FileHandle.nullDevice
-            stdout = Self.collect(process, into: \.standardOutput)
-            stderr = Self.collect(process, into: \.standardError)
-            let (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
-            self.exit = exit
-            process.terminationHandler = { process in
-                exitContinuation.yield(process.terminationStatus)
-                exitContinuation.finish()
-            }
-            try process.run()
+    private static func makeProcess(_ script: String, _ arguments: [String]) -> (Process, exit: AsyncStream<Int32>) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Python.script(script)] + arguments
+        process.standardInput = FileHandle.nullDevice
+        let (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { process in
+            exitContinuation.yield(process.terminationStatus)
+            exitContinuation.finish()
         }
-
-        private static func collect(_ process: Process, into output: ReferenceWritableKeyPath<Process, Any?>) -> AsyncStream<String> {
-            let pipe = Pipe()
-            process[keyPath: output] = pipe
-            let (chunks, continuation) = AsyncStream.makeStream(of: String.self)
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty {
-                    handle.readabilityHandler = nil
-                    continuation.finish()
-                } else {
-                    continuation.yield(String(decoding: data, as: UTF8.self))
-                }
-            }
-            return chunks
-        }
-
-        /// Kills the script (SIGKILL: Foundation starts children with most signals blocked) and
-        /// waits for it to exit.
-        func kill() async {
-            if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
-            for await _ in exit {}
-        }
-    }
-
-    private static func text(_ chunks: AsyncStream<String>) async -> String {
-        var text = ""
-        for await chunk in chunks { text += chunk }
-        return text
+        return (process, exit)
     }
 
     /// Runs a script to its end and returns what it printed.
     static func run(_ script: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let running = try Running(script, arguments)
-        let stdout = await text(running.stdout)
-        let stderr = await text(running.stderr)
+        let directory = try TemporaryDirectory()
+        let stdoutPath = directory.path + "/stdout"
+        let stderrPath = directory.path + "/stderr"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let (process, exit) = makeProcess(script, arguments)
+        let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        try stdout.close()
+        try stderr.close()
         var status: Int32 = -1
-        for await value in running.exit { status = value }
-        return (status, stdout, stderr)
+        for await value in exit { status = value }
+        return (
+            status,
+            try String(contentsOfFile: stdoutPath, encoding: .utf8),
+            try String(contentsOfFile: stderrPath, encoding: .utf8)
+        )
     }
 
     /// Runs a server script while `body` runs, once it has printed "ready"; then kills it.
     static func withServer<Result>(_ script: String, _ arguments: [String], _ body: () async throws -> Result) async throws -> Result {
-        let running = try Running(script, arguments)
+        let (process, exit) = makeProcess(script, arguments)
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        let (stdout, stdoutContinuation) = AsyncStream.makeStream(of: String.self)
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                stdoutContinuation.finish()
+            } else {
+                stdoutContinuation.yield(String(decoding: data, as: UTF8.self))
+            }
+        }
+        try process.run()
+
+        /// SIGKILL: Foundation starts children with most signals blocked. Then waits for the exit
+        /// and for the end of the pipe, so that no readability handler outlives it.
+        func kill() async {
+            if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+            for await _ in exit {}
+            for await _ in stdout {}
+        }
+
         do {
-            let stdout = running.stdout
             let ready = try await withDeadline {
                 var printed = ""
                 for await chunk in stdout {
@@ -96,10 +94,10 @@ enum Python {
             }
             guard ready else { throw ServerStoppedEarly() }
             let result = try await body()
-            await running.kill()
+            await kill()
             return result
         } catch {
-            await running.kill()
+            await kill()
             throw error
         }
     }
