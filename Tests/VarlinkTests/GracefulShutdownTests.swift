@@ -92,4 +92,35 @@ struct GracefulShutdownTests {
             }
         }
     }
+
+    /// Connections accepted while the server stops never reach its accept loop; it must close
+    /// them itself (NIO traps when an open `NIOAsyncChannel` is dropped).
+    @Test(arguments: [true, false])
+    func connectionsArrivingWhileTheServerStopsAreClosed(graceful: Bool) async throws {
+        let service = self.service
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/busy.sock"
+        for _ in 0..<10 {
+            let (listening, listeningContinuation) = AsyncStream.makeStream(of: Void.self)
+            let server = VarlinkServer(router: try service.router(), configuration: .init(address: .unixSocket(path: path)), logger: quietLogger) {
+                listeningContinuation.finish()
+            }
+            await testGracefulShutdown { trigger in
+                await withTaskGroup(of: Void.self) { group in
+                    // Whether run() returns or throws (when cancelled), it must not crash.
+                    group.addTask { try? await server.run() }
+                    for await _ in listening {}
+                    for _ in 0..<20 {
+                        group.addTask {
+                            // Connections that fail or are closed are what this test expects.
+                            try? await withClient(path) { _ = try await $0.call(VarlinkService.getInfo) }
+                        }
+                    }
+                    await Task.yield()
+                    if graceful { trigger.triggerGracefulShutdown() } else { group.cancelAll() }
+                    await group.waitForAll()
+                }
+            }
+        }
+    }
 }

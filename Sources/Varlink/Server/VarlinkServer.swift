@@ -62,7 +62,8 @@ public struct VarlinkServer: Service {
     /// - Throws: ``VarlinkServerError`` if it cannot listen; errors of the listening socket.
     public func run() async throws {
         let connections = ConnectionCounter(maximum: configuration.maximumConnections)
-        let serverChannel = try await listen(connections: connections)
+        let pending = PendingConnections()
+        let serverChannel = try await listen(connections: connections, pending: pending)
         defer {
             if case .path(let path, _) = configuration.address.kind { SocketFile.remove(at: path) }
         }
@@ -71,22 +72,30 @@ public struct VarlinkServer: Service {
 
         let encoder = VarlinkWire.makeEncoder()
         let decoder = VarlinkWire.makeDecoder()
-        try await withGracefulShutdownHandler {
-            // A discarding group: connections that end leave nothing behind.
-            try await withThrowingDiscardingTaskGroup { group in
-                try await serverChannel.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        guard case .accepted(let channel, let peer) = connection else { continue }
-                        group.addTask {
-                            await serve(channel, peer: peer, encoder: encoder, decoder: decoder)
+        do {
+            try await withGracefulShutdownHandler {
+                // A discarding group: connections that end leave nothing behind.
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await serverChannel.executeThenClose { inbound in
+                        for try await connection in inbound {
+                            guard case .accepted(let channel, let peer) = connection else { continue }
+                            pending.take(channel)
+                            group.addTask {
+                                await serve(channel, peer: peer, encoder: encoder, decoder: decoder)
+                            }
                         }
                     }
                 }
+            } onGracefulShutdown: {
+                // Stop accepting; the connections shut down through their own handlers.
+                serverChannel.channel.close(promise: nil)
             }
-        } onGracefulShutdown: {
-            // Stop accepting; the connections shut down through their own handlers.
-            serverChannel.channel.close(promise: nil)
+        } catch {
+            await pending.closeRemaining()
+            throw error
         }
+        // Connections accepted as the listening socket closed never reached the loop.
+        await pending.closeRemaining()
         logger.info("Varlink server stopped", metadata: ["varlink.address": "\(configuration.address)"])
     }
 
@@ -97,11 +106,14 @@ public struct VarlinkServer: Service {
         case rejected
     }
 
-    private func listen(connections: ConnectionCounter) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
+    private func listen(
+        connections: ConnectionCounter,
+        pending: PendingConnections
+    ) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let bootstrap = ServerBootstrap(group: eventLoopGroup)
             .serverChannelOption(.backlog, value: 256)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { [configuration] channel in
-            Self.initialize(channel, configuration: configuration, connections: connections)
+            Self.initialize(channel, configuration: configuration, connections: connections, pending: pending)
         }
         switch configuration.address.kind {
         case .path(let path, let mode):
@@ -130,7 +142,8 @@ public struct VarlinkServer: Service {
     private static func initialize(
         _ channel: any Channel,
         configuration: Configuration,
-        connections: ConnectionCounter
+        connections: ConnectionCounter,
+        pending: PendingConnections
     ) -> EventLoopFuture<AcceptedConnection> {
         guard connections.tryAcquire() else {
             return channel.eventLoop.makeCompletedFuture {
@@ -155,8 +168,11 @@ public struct VarlinkServer: Service {
                 )
             )
             try channel.pipeline.syncOperations.addHandler(WriteTimeoutHandler(timeout: TimeAmount(configuration.writeTimeout)))
-            let asyncChannel = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-            return .accepted(asyncChannel, peer: peer)
+            let wrapped = try pending.register(channel) { channel in
+                try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+            }
+            guard let wrapped else { return .rejected }
+            return .accepted(wrapped, peer: peer)
         }
     }
 }
