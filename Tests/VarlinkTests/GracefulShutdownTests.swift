@@ -22,10 +22,10 @@ struct GracefulShutdownTests {
                 for await _ in listening {}
 
                 // A connection with a call in progress, and an idle one.
-                let busy = try await RawConnection.connect(to: path)
-                let idle = try await RawConnection.connect(to: path)
-                try await busy.channel.executeThenClose { busyInbound, busyOutbound in
-                    try await idle.channel.executeThenClose { idleInbound, idleOutbound in
+                // Each connection goes through executeThenClose as soon as it exists: NIO traps when
+                // an open NIOAsyncChannel is dropped.
+                try await RawConnection.connect(to: path).channel.executeThenClose { busyInbound, busyOutbound in
+                    try await RawConnection.connect(to: path).channel.executeThenClose { idleInbound, idleOutbound in
                         var busyMessages = busyInbound.makeAsyncIterator()
                         var idleMessages = idleInbound.makeAsyncIterator()
                         try await idleOutbound.write(ByteBuffer(string: #"{"method":"io.errorbus.test.Echo","parameters":{"text":"i"}}"# + "\0"))
