@@ -3,9 +3,13 @@ org.example.interop from the .varlink file beside this script. Prints "ready" on
 Used by InteropTests to exercise errorbus's VarlinkClient against a foreign server.
 
 Usage: python3 interop_server.py SOCKET_PATH
+
+It exits when its standard input reaches its end, so that it does not outlive a test process
+that dies without stopping it.
 """
 import os
 import sys
+import threading
 
 import varlink
 
@@ -35,6 +39,12 @@ class Handler(varlink.RequestHandler):
     service = service
 
 
+def exit_with_parent():
+    sys.stdin.read()
+    os._exit(0)
+
+
+threading.Thread(target=exit_with_parent, daemon=True).start()
 server = varlink.ThreadingServer("unix:" + sys.argv[1], Handler)
 print("ready", flush=True)
 server.serve_forever()

@@ -63,6 +63,9 @@ enum Python {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
+        // The script exits when this pipe closes, which it does if this process dies.
+        let lifeline = Pipe()
+        process.standardInput = lifeline
         let (stdout, stdoutContinuation) = AsyncStream.makeStream(of: String.self)
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
@@ -78,6 +81,7 @@ enum Python {
         /// SIGKILL: Foundation starts children with most signals blocked. Then waits for the exit
         /// and for the end of the pipe, so that no readability handler outlives it.
         func kill() async {
+            try? lifeline.fileHandleForWriting.close()
             if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
             for await _ in exit {}
             for await _ in stdout {}
