@@ -1,0 +1,44 @@
+# Shared by the scripts: install or start what errorbus needs when it is missing. Sourced.
+
+require_swift() {
+    export PATH="/opt/swift/usr/bin:$PATH"
+    command -v swift >/dev/null || { echo "errorbus: no Swift toolchain (expected /opt/swift)" >&2; exit 1; }
+}
+
+# Installs Debian packages that are not installed yet.
+require_debian_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return
+    echo "errorbus: installing ${missing[*]}" >&2
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The CSystemd module needs libsystemd's headers and pkg-config file.
+require_libsystemd() {
+    require_debian_packages libsystemd-dev pkg-config
+}
+
+# The journal tests write to a real systemd-journald and read it back with journalctl. Where
+# systemd is not PID 1 (a container, a build VM) nobody starts journald, so start it, in its own
+# session so it outlives the script like a system service, and wait for its socket. A socket
+# file left behind by a journald that died does not count as running.
+require_journald() {
+    local socket=/run/systemd/journal/socket
+    if pgrep -x systemd-journal >/dev/null && [ -S "$socket" ]; then return; fi
+    rm -f "$socket"
+    setsid /lib/systemd/systemd-journald </dev/null >/dev/null 2>&1 &
+    for _ in $(seq 100); do
+        [ -S "$socket" ] && return
+        sleep 0.1
+    done
+    echo "errorbus: systemd-journald did not create $socket" >&2
+    exit 1
+}
+
+# require_python_module MODULE [PYPI-PACKAGE]
+require_python_module() {
+    python3 -c "import $1" 2>/dev/null || pip install -q "${2:-$1}"
+}
