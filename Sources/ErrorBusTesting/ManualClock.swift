@@ -33,18 +33,18 @@ public final class ManualClock: Clock, Sendable {
         public var description: String { "t+\(offset)" }
     }
 
-    private struct Sleeper {
+    fileprivate struct Sleeper {
         let id: UInt64
         let deadline: Instant
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private struct Waiter {
+    fileprivate struct Waiter {
         let count: Int
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private struct State {
+    fileprivate struct State {
         var now = Instant(offset: .zero)
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
