@@ -7,10 +7,19 @@ let package = Package(
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+        .library(name: "Sandbox", targets: ["Sandbox"]),
+        .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // Categories, failures, incidents, policies, the bus actor and its events. No I/O.
@@ -25,6 +34,32 @@ let package = Package(
         .target(
             name: "ErrorBusTesting",
             dependencies: ["ErrorBus"]
+        ),
+        // The fault-injecting API server the daemon's tests and benchmarks talk to (library, testable in-process).
+        .target(
+            name: "Sandbox",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `errorbus-sandbox`: @main only.
+        .executableTarget(
+            name: "errorbus-sandbox",
+            dependencies: [
+                "Sandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "ErrorBusTests",
