@@ -66,7 +66,9 @@ let package = Package(
             name: "SandboxTests",
             dependencies: [
                 "Sandbox",
+                "errorbus-sandbox",
                 "ErrorBusTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
