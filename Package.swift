@@ -7,14 +7,23 @@ let package = Package(
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+        .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
+        // MARK: The bus
+
         // Categories, failures, incidents, policies, the bus actor and its events. No I/O.
         .target(
             name: "ErrorBus",
@@ -28,6 +37,18 @@ let package = Package(
             name: "ErrorBusTesting",
             dependencies: ["ErrorBus"]
         ),
+        .testTarget(
+            name: "ErrorBusTests",
+            dependencies: [
+                "ErrorBus",
+                "ErrorBusTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: systemd
+
         // libsystemd, as the C module the Systemd target wraps.
         .systemLibrary(
             name: "CSystemd",
@@ -60,15 +81,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(
-            name: "ErrorBusTests",
-            dependencies: [
-                "ErrorBus",
-                "ErrorBusTesting",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
-            ]
-        ),
+
+        // MARK: Varlink
+
         // The Varlink protocol (https://varlink.org): interface definitions, a server and a client
         // on SwiftNIO for Unix domain sockets. Knows nothing else of errorbus.
         .target(
@@ -94,6 +109,51 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             exclude: ["Resources"]
+        ),
+
+        // MARK: The sandbox API
+
+        // The fault-injecting API server the daemon's tests and benchmarks talk to.
+        .target(
+            name: "Sandbox",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `errorbus-sandbox`: @main only.
+        .executableTarget(
+            name: "errorbus-sandbox",
+            dependencies: [
+                "Sandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "SandboxTests",
+            dependencies: [
+                "Sandbox",
+                "errorbus-sandbox",
+                "ErrorBusTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,44 @@
+import Synchronization
+
+/// Everything the sandbox knows, shared by the connection handler, the API and the admin API.
+///
+/// Each concern has its own lock so a request touches several short critical sections and never
+/// holds two locks at once. ``faults`` is the one source of truth for fault modes.
+final class SandboxState: Sendable {
+    let configuration: SandboxConfiguration
+    let clock: SandboxClock
+    /// Installed fault rules.
+    let faults = Mutex(FaultBoard())
+    /// Issued access tokens.
+    let tokens = Mutex(TokenStore())
+    /// Uploaded items and seen idempotency keys.
+    let items = Mutex(ItemStore())
+    /// Named resources.
+    let resources: Mutex<ResourceStore>
+    /// Request counters.
+    let counters: Mutex<RequestCounters>
+
+    init(configuration: SandboxConfiguration, clock: SandboxClock) {
+        self.configuration = configuration
+        self.clock = clock
+        self.resources = Mutex(ResourceStore(seeds: configuration.resources))
+        self.counters = Mutex(RequestCounters(recentCapacity: configuration.recentRequestCapacity))
+    }
+
+    /// The fault mode in force for `route` at `now`, if any.
+    func activeFault(for route: SandboxRoute, at now: Duration) -> FaultMode? {
+        faults.withLock { $0.activeMode(for: route, at: now) }
+    }
+
+    /// Counts a request.
+    func record(route: SandboxRoute, method: String, outcome: RequestOutcome, arrival: Duration) {
+        counters.withLock { $0.record(route: route, method: method, outcome: outcome, arrival: arrival) }
+    }
+
+    /// Clears faults, counters and stored items (tokens and resources stay).
+    func reset() {
+        _ = faults.withLock { $0.removeAll() }
+        counters.withLock { $0.removeAll() }
+        items.withLock { $0.removeAll() }
+    }
+}
