@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+        .executable(name: "errorbusd", targets: ["errorbusd"]),
         .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
     ],
     dependencies: [
@@ -20,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // MARK: The bus
@@ -44,6 +47,56 @@ let package = Package(
                 "ErrorBusTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: The daemon
+
+        // errorbusd's services (sync, loader, auth), HTTP failure classification, the durable
+        // store, configuration, and their assembly into a service group.
+        .target(
+            name: "ErrorBusDaemon",
+            dependencies: [
+                "ErrorBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `errorbusd`: @main only.
+        .executableTarget(
+            name: "errorbusd",
+            dependencies: [
+                "ErrorBusDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "ErrorBusDaemonTests",
+            dependencies: [
+                "ErrorBusDaemon",
+                "ErrorBus",
+                "ErrorBusTesting",
+                "Sandbox",
+                "errorbusd",
+                "errorbus-sandbox",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 

@@ -1,0 +1,8 @@
+import ErrorBusDaemon
+import Testing
+
+@Suite struct VersionTests {
+    @Test func versionIsSemantic() {
+        #expect(ErrorBusVersion.current.split(separator: ".").count == 3)
+    }
+}
