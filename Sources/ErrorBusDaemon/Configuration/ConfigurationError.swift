@@ -1,0 +1,49 @@
+/// A configuration errorbusd cannot run with: which file, which key, and why.
+///
+/// Its ``description`` is the one line to print before exiting with ``exitCode``, in the
+/// `file:line: key: reason` shape compilers and linters use:
+///
+///     /etc/errorbusd/errorbusd.yaml:14: sync.concurrency: expected an integer between 1 and 1024, got "sixteen"
+///     environment variable ERRORBUSD_SYNC_CONCURRENCY (sync.concurrency): expected an integer between 1 and 1024, got "0"
+///     auth.client-secret-file: cannot read /etc/errorbusd/secret: No such file or directory
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// The configuration file the problem is in, if it is in one.
+    public var file: String?
+    /// The 1-based line in ``file``, when the YAML parser or the key's position tells it.
+    public var line: Int?
+    /// The key, dot-separated as the YAML nests it (`sync.concurrency`), if one is at fault.
+    public var key: String?
+    /// The environment variable the bad value came from, when it came from one
+    /// (`ERRORBUSD_SYNC_CONCURRENCY`); then ``file`` is `nil`.
+    public var environmentVariable: String?
+    /// What is wrong, in words an administrator can act on.
+    public var reason: String
+
+    /// The exit status for a bad configuration: `EX_CONFIG` from `sysexits.h`.
+    public static let exitCode: Int32 = 78
+
+    /// Creates the error.
+    public init(file: String? = nil, line: Int? = nil, key: String? = nil, environmentVariable: String? = nil, reason: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.environmentVariable = environmentVariable
+        self.reason = reason
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let environmentVariable {
+            parts.append(key.map { "environment variable \(environmentVariable) (\($0))" } ?? "environment variable \(environmentVariable)")
+        } else {
+            if let file {
+                parts.append(line.map { "\(file):\($0)" } ?? file)
+            }
+            if let key {
+                parts.append(key)
+            }
+        }
+        parts.append(reason)
+        return parts.joined(separator: ": ")
+    }
+}

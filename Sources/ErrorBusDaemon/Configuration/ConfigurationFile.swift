@@ -1,0 +1,58 @@
+import Glibc
+
+/// Reads the small files configuration comes from (the YAML file, the client secret), with the
+/// operating system's reason when that fails.
+///
+/// Foundation's file APIs report a missing file and a permission problem alike on Linux;
+/// an administrator needs to know which. Every call goes through ``check(_:_:)``, which retries
+/// `EINTR` and turns -1 into the `errno` text.
+enum ConfigurationFile {
+    /// Why a file could not be read: `strerror`'s text, such as "No such file or directory".
+    struct ReadError: Error, Sendable, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The bytes of the regular file at `path`, at most `limit` of them.
+    static func read(_ path: String, limit: Int) throws(ReadError) -> [UInt8] {
+        let descriptor = try check { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
+        defer { _ = close(descriptor) }
+
+        var status = stat()
+        _ = try check { fstat(descriptor, &status) }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG:
+            break
+        case S_IFDIR:
+            throw ReadError(description: "is a directory, not a file")
+        default:
+            throw ReadError(description: "is not a regular file")
+        }
+        guard status.st_size <= limit else {
+            throw ReadError(description: "is \(status.st_size) bytes, more than the \(limit) allowed")
+        }
+
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = try check {
+                chunk.withUnsafeMutableBytes { buffer in Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            guard bytes.count <= limit else {
+                throw ReadError(description: "is more than the \(limit) bytes allowed")
+            }
+        }
+    }
+
+    /// Runs one system call, retrying it on `EINTR`, and throws `errno`'s text if it returned -1.
+    private static func check<T: FixedWidthInteger>(_ body: () -> T) throws(ReadError) -> T {
+        while true {
+            let result = body()
+            guard result == -1 else { return result }
+            let code = errno
+            if code == EINTR { continue }
+            throw ReadError(description: String(cString: strerror(code)))
+        }
+    }
+}

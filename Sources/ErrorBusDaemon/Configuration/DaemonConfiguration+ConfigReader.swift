@@ -1,0 +1,351 @@
+public import Configuration
+import ErrorBus
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension DaemonConfiguration {
+    /// Reads and checks the configuration from `reader`, then reads the client secret.
+    ///
+    /// The keys are the YAML file's, dot-separated: `api.base-url`, `sync.max-file-size`,
+    /// `bus.retry-budget.floor-per-minute`; ``ConfigurationKeys`` lists them all and
+    /// `etc/errorbusd/errorbusd.yaml` documents each. A key no provider has keeps its default.
+    ///
+    /// `environment` supplies what systemd passes: `$STATE_DIRECTORY` and `$RUNTIME_DIRECTORY`
+    /// (the first path of each) become the defaults of `state.directory` and
+    /// `control.socket-path`, and `$CREDENTIALS_DIRECTORY` is where the client secret is looked
+    /// up when `auth.client-secret-file` is not set.
+    ///
+    /// Errors name the key but not where its value came from; ``load(file:environment:)`` adds
+    /// the file and line, or the environment variable.
+    public init(reader: ConfigReader, environment: [String: String] = [:]) throws(ConfigurationError) {
+        let settings = SettingReader(reader: reader)
+        let systemd = try SystemdDirectoryEnvironment(environment: environment)
+        self.init(
+            api: try API(settings),
+            auth: try Auth(settings),
+            sync: try Sync(settings),
+            loader: try Loader(settings),
+            state: State(directory: try settings.optionalAbsolutePath("state.directory") ?? systemd.state ?? State().directory),
+            shutdown: Shutdown(drainTimeout: try settings.duration("shutdown.drain-timeout", default: .seconds(10), .atLeast(.zero))),
+            log: Log(level: try settings.choice("log.level", default: .info, Self.logLevels)),
+            control: try Control(settings, runtimeDirectory: systemd.runtime),
+            bus: try Self.bus(settings)
+        )
+        // Last, so a typo elsewhere is reported before a secret that is not there yet.
+        auth.clientSecret = try Auth.readSecret(
+            file: auth.clientSecretFile,
+            credentialName: auth.credentialName,
+            credentialsDirectory: systemd.credentials
+        )
+    }
+
+    private static let logLevels: KeyValuePairs<String, Logger.Level> = [
+        "trace": .trace, "debug": .debug, "info": .info, "notice": .notice,
+        "warning": .warning, "error": .error, "critical": .critical,
+    ]
+
+    private static func bus(_ settings: SettingReader) throws(ConfigurationError) -> ErrorBusConfiguration {
+        var bus = ErrorBusConfiguration()
+        let positive = SettingReader.Bound<Duration>.greaterThan(.zero)
+
+        let backoff = bus.backoff
+        bus.backoff.base = try settings.duration("bus.backoff.base", default: backoff.base, positive)
+        bus.backoff.factor = try settings.double("bus.backoff.factor", default: backoff.factor, .between(1, 100))
+        bus.backoff.cap = try settings.duration("bus.backoff.cap", default: backoff.cap, positive)
+        try ordered(settings, "bus.backoff.base", bus.backoff.base, "bus.backoff.cap", bus.backoff.cap)
+
+        let rateLimit = bus.rateLimit
+        bus.rateLimit.minimum = try settings.duration("bus.rate-limit.minimum", default: rateLimit.minimum, .atLeast(.zero))
+        bus.rateLimit.maximum = try settings.duration("bus.rate-limit.maximum", default: rateLimit.maximum, positive)
+        bus.rateLimit.jitter = try settings.double("bus.rate-limit.jitter", default: rateLimit.jitter, .between(0, 1))
+        try ordered(settings, "bus.rate-limit.minimum", bus.rateLimit.minimum, "bus.rate-limit.maximum", bus.rateLimit.maximum)
+
+        let reachability = bus.reachability
+        bus.reachability.initialInterval = try settings.duration(
+            "bus.reachability.initial-interval",
+            default: reachability.initialInterval,
+            positive
+        )
+        bus.reachability.factor = try settings.double("bus.reachability.factor", default: reachability.factor, .between(1, 100))
+        bus.reachability.maximumInterval = try settings.duration(
+            "bus.reachability.maximum-interval",
+            default: reachability.maximumInterval,
+            positive
+        )
+        try ordered(
+            settings,
+            "bus.reachability.initial-interval",
+            bus.reachability.initialInterval,
+            "bus.reachability.maximum-interval",
+            bus.reachability.maximumInterval
+        )
+
+        bus.release.concurrency = try settings.int("bus.release.concurrency", default: bus.release.concurrency, .between(1, 65_536))
+        bus.release.spread = try settings.duration("bus.release.spread", default: bus.release.spread, .atLeast(.zero))
+
+        let budget = bus.retryBudget
+        bus.retryBudget.successRatio = try settings.double("bus.retry-budget.success-ratio", default: budget.successRatio, .between(0, 1))
+        bus.retryBudget.floorPerMinute = try settings.double(
+            "bus.retry-budget.floor-per-minute",
+            default: budget.floorPerMinute,
+            .greaterThan(0)
+        )
+        // Below one token the bucket could never pay for a retry.
+        bus.retryBudget.capacity = try settings.double("bus.retry-budget.capacity", default: budget.capacity, .atLeast(1))
+
+        bus.maxParkedJobs = try settings.int("bus.max-parked-jobs", default: bus.maxParkedJobs, .atLeast(1))
+        bus.deadLetterGroupingWindow = try settings.duration(
+            "bus.dead-letter-grouping-window",
+            default: bus.deadLetterGroupingWindow,
+            positive
+        )
+        bus.eventBufferSize = try settings.int("bus.event-buffer-size", default: bus.eventBufferSize, .atLeast(1))
+        bus.resolvedIncidentHistory = try settings.int(
+            "bus.resolved-incident-history",
+            default: bus.resolvedIncidentHistory,
+            .atLeast(0)
+        )
+        return bus
+    }
+
+    /// Checks `lower <= upper`, blaming whichever of the two keys was set (the upper one if both).
+    private static func ordered(
+        _ settings: SettingReader,
+        _ lowerKey: String,
+        _ lower: Duration,
+        _ upperKey: String,
+        _ upper: Duration
+    ) throws(ConfigurationError) {
+        guard lower > upper else { return }
+        if settings.isSet(upperKey) || !settings.isSet(lowerKey) {
+            throw ConfigurationError(
+                key: upperKey,
+                reason: "must be at least \(lowerKey) (\(DurationFormat.format(lower))), got \"\(DurationFormat.format(upper))\""
+            )
+        }
+        throw ConfigurationError(
+            key: lowerKey,
+            reason: "must be at most \(upperKey) (\(DurationFormat.format(upper))), got \"\(DurationFormat.format(lower))\""
+        )
+    }
+}
+
+// MARK: - Sections
+
+extension DaemonConfiguration.API {
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let defaults = Self()
+        let baseURL = try Self.httpURL(settings, "api.base-url", default: defaults.baseURL)
+        var probeURL: String?
+        if let configured = settings.optionalString("api.probe-url", default: nil) {
+            probeURL = try Self.checkHTTPURL(configured, key: "api.probe-url")
+        }
+        self.init(
+            baseURL: baseURL,
+            tokenPath: try Self.path(settings, "api.token-path", default: defaults.tokenPath),
+            itemsPath: try Self.path(settings, "api.items-path", default: defaults.itemsPath),
+            resourcesPath: try Self.path(settings, "api.resources-path", default: defaults.resourcesPath),
+            probeURL: probeURL,
+            realm: try settings.string("api.realm", default: defaults.realm),
+            connectTimeout: try settings.duration("api.connect-timeout", default: defaults.connectTimeout, .greaterThan(.zero)),
+            requestTimeout: try settings.duration("api.request-timeout", default: defaults.requestTimeout, .greaterThan(.zero)),
+            caFile: try settings.optionalAbsolutePath("api.ca-file")
+        )
+    }
+
+    private static func httpURL(_ settings: SettingReader, _ key: String, default defaultValue: String) throws(ConfigurationError) -> String {
+        guard let text = settings.raw(key) else { return defaultValue }
+        let url = try checkHTTPURL(text, key: key)
+        // The paths are appended to it, so a trailing slash would double up.
+        return url.hasSuffix("/") ? String(url.dropLast()) : url
+    }
+
+    /// `text` if it is an `http` or `https` URL with a host and no query, fragment or user info.
+    private static func checkHTTPURL(_ text: String, key: String) throws(ConfigurationError) -> String {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https"
+        else {
+            throw ConfigurationError(key: key, reason: "expected an http:// or https:// URL, got \"\(text)\"")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw ConfigurationError(key: key, reason: "expected a URL with a host, got \"\(text)\"")
+        }
+        guard components.query == nil, components.fragment == nil else {
+            throw ConfigurationError(key: key, reason: "expected a URL without ?query or #fragment, got \"\(text)\"")
+        }
+        guard components.user == nil, components.password == nil else {
+            throw ConfigurationError(key: key, reason: "expected a URL without user:password@; credentials belong in auth.*")
+        }
+        return text
+    }
+
+    /// A path under the base URL: starts with `/`, no query or fragment.
+    private static func path(_ settings: SettingReader, _ key: String, default defaultValue: String) throws(ConfigurationError) -> String {
+        guard let text = settings.raw(key) else { return defaultValue }
+        guard text.hasPrefix("/"), !text.contains("?"), !text.contains("#"), !text.contains(" ") else {
+            throw ConfigurationError(key: key, reason: "expected a path starting with / (without ?, # or spaces), got \"\(text)\"")
+        }
+        return text.count > 1 && text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+}
+
+extension DaemonConfiguration.Auth {
+    /// Everything but the secret, which ``readSecret(file:credentialName:credentialsDirectory:)``
+    /// reads once all settings are known to be good.
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let defaults = Self()
+        let clientSecretFile = try settings.optionalAbsolutePath("auth.client-secret-file")
+        let credentialName = try settings.string("auth.credential-name", default: defaults.credentialName)
+        guard SafeFileName.isSafe(credentialName) else {
+            throw ConfigurationError(key: "auth.credential-name", reason: "expected \(SafeFileName.expectation), got \"\(credentialName)\"")
+        }
+        self.init(
+            clientID: try settings.string("auth.client-id", default: defaults.clientID),
+            clientSecretFile: clientSecretFile,
+            credentialName: credentialName,
+            refreshMargin: try settings.duration("auth.refresh-margin", default: defaults.refreshMargin, .atLeast(.zero))
+        )
+    }
+
+    /// The secret from `file`, else from `credentialsDirectory/credentialName`.
+    fileprivate static func readSecret(file: String?, credentialName: String, credentialsDirectory: String?) throws(ConfigurationError) -> Secret {
+        let path: String
+        let key: String
+        let what: String
+        if let file {
+            (path, key, what) = (file, "auth.client-secret-file", "the client secret file \(file)")
+        } else if let credentialsDirectory {
+            path = credentialsDirectory + "/" + credentialName
+            (key, what) = ("auth.credential-name", "the credential \(path) ($CREDENTIALS_DIRECTORY/\(credentialName))")
+        } else {
+            throw ConfigurationError(
+                key: "auth.client-secret-file",
+                reason: """
+                    no client secret: set auth.client-secret-file, or run errorbusd under systemd with \
+                    LoadCredential=\(credentialName):PATH ($CREDENTIALS_DIRECTORY is not set)
+                    """
+            )
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try ConfigurationFile.read(path, limit: 65_536)
+        } catch {
+            var reason = "cannot read \(what): \(error)"
+            if file == nil {
+                reason += "; does the unit have LoadCredential=\(credentialName):PATH?"
+            }
+            throw ConfigurationError(key: key, reason: reason)
+        }
+        guard var secret = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(key: key, reason: "\(what) is not UTF-8 text")
+        }
+        while secret.hasSuffix("\n") || secret.hasSuffix("\r") || secret.hasSuffix("\r\n") {
+            secret.removeLast()
+        }
+        guard !secret.isEmpty else {
+            throw ConfigurationError(key: key, reason: "\(what) is empty")
+        }
+        return Secret(secret)
+    }
+}
+
+extension DaemonConfiguration.Sync {
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let defaults = Self()
+        let outbox = try settings.absolutePath("sync.outbox", default: defaults.outbox)
+        let sentDirectory = try settings.absolutePath("sync.sent-directory", default: Self.defaultSentDirectory)
+        let move = try settings.choice("sync.after-delivery", default: false, ["delete": false, "move": true])
+        if move, Self.sameDirectory(sentDirectory, outbox) {
+            throw ConfigurationError(
+                key: "sync.sent-directory",
+                reason: "must differ from sync.outbox (\(outbox)), or delivered files would be sent again"
+            )
+        }
+        self.init(
+            outbox: outbox,
+            afterDelivery: move ? .move(to: sentDirectory) : .delete,
+            concurrency: try settings.int("sync.concurrency", default: defaults.concurrency, .between(1, 1_024)),
+            maxFileSize: try settings.byteSize("sync.max-file-size", default: defaults.maxFileSize, .atLeast(1)),
+            rescanInterval: try settings.duration("sync.rescan-interval", default: defaults.rescanInterval, .greaterThan(.zero)),
+            settleTime: try settings.duration("sync.settle-time", default: defaults.settleTime, .atLeast(.zero))
+        )
+    }
+
+    private static func sameDirectory(_ a: String, _ b: String) -> Bool {
+        func normalized(_ path: String) -> String {
+            "/" + path.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+        }
+        return normalized(a) == normalized(b)
+    }
+}
+
+extension DaemonConfiguration.Loader {
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let key = "loader.resources"
+        var resources: [Resource] = []
+        for entry in settings.list(key) ?? [] {
+            guard let equals = entry.firstIndex(of: "=") else {
+                throw ConfigurationError(key: key, reason: "expected NAME=INTERVAL (motd.txt=5m), got \"\(entry)\"")
+            }
+            let name = String(entry[..<equals].configurationTrimmed)
+            let intervalText = String(entry[entry.index(after: equals)...].configurationTrimmed)
+            guard SafeFileName.isSafe(name) else {
+                throw ConfigurationError(key: key, reason: "expected a resource name of \(SafeFileName.expectation), got \"\(name)\"")
+            }
+            guard let interval = DurationFormat.parse(intervalText) else {
+                throw ConfigurationError(key: key, reason: "\(name): expected \(DurationFormat.expectation), got \"\(intervalText)\"")
+            }
+            guard interval >= .seconds(1) else {
+                throw ConfigurationError(key: key, reason: "\(name): expected an interval of at least 1s, got \"\(intervalText)\"")
+            }
+            guard !resources.contains(where: { $0.name == name }) else {
+                throw ConfigurationError(key: key, reason: "\(name) is listed twice")
+            }
+            resources.append(Resource(name: name, interval: interval))
+        }
+        self.init(
+            directory: try settings.absolutePath("loader.directory", default: Self().directory),
+            resources: resources
+        )
+    }
+}
+
+extension DaemonConfiguration.Control {
+    /// `sun_path` holds 108 bytes, one of them the terminating NUL.
+    static let maximumSocketPathLength = 107
+
+    fileprivate init(_ settings: SettingReader, runtimeDirectory: String?) throws(ConfigurationError) {
+        let defaults = Self()
+        let defaultPath = runtimeDirectory.map { $0 + "/" + Self.socketName } ?? defaults.socketPath
+        let socketPath = try settings.optionalAbsolutePath("control.socket-path") ?? defaultPath
+        guard socketPath.utf8.count <= Self.maximumSocketPathLength else {
+            throw ConfigurationError(
+                key: "control.socket-path",
+                reason: "is \(socketPath.utf8.count) bytes long; a Unix socket path holds at most \(Self.maximumSocketPathLength)"
+            )
+        }
+        let group = settings.optionalString("control.group", default: defaults.group)
+        if let group, !Self.isGroupName(group) {
+            throw ConfigurationError(
+                key: "control.group",
+                reason: "expected a group name (letters, digits, _, - and ., not starting with -), or nothing for root only, got \"\(group)\""
+            )
+        }
+        self.init(
+            socketPath: socketPath,
+            group: group,
+            maxConnections: try settings.int("control.max-connections", default: defaults.maxConnections, .between(1, 65_536))
+        )
+    }
+
+    /// A portable group name, or a numeric gid.
+    private static func isGroupName(_ name: String) -> Bool {
+        !name.hasPrefix("-") && name.utf8.count <= 256
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }
+    }
+}

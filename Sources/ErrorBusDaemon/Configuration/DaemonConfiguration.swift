@@ -1,0 +1,81 @@
+public import ErrorBus
+
+/// Everything about errorbusd that an administrator can set, with a default for each.
+///
+/// The daemon gets it from ``load(file:environment:)``: defaults, overridden by
+/// `/etc/errorbusd/errorbusd.yaml`, overridden by `ERRORBUSD_*` environment variables. Every key
+/// is documented in the example file `etc/errorbusd/errorbusd.yaml`; the YAML spelling of a
+/// property is its kebab-case form under its section (`sync.maxFileSize` is `sync.max-file-size`,
+/// `bus.retryBudget.floorPerMinute` is `bus.retry-budget.floor-per-minute`), and its environment
+/// variable is that key upper-cased with `_` for every `.` and `-`, after `ERRORBUSD_`
+/// (`ERRORBUSD_SYNC_MAX_FILE_SIZE`).
+public struct DaemonConfiguration: Sendable {
+    /// The remote API (`api.*`).
+    public var api: API
+    /// The OAuth client credentials (`auth.*`).
+    public var auth: Auth
+    /// The outbox uploader (`sync.*`).
+    public var sync: Sync
+    /// The resource loader (`loader.*`).
+    public var loader: Loader
+    /// Where the durable state lives (`state.*`).
+    public var state: State
+    /// Graceful shutdown (`shutdown.*`).
+    public var shutdown: Shutdown
+    /// Logging (`log.*`).
+    public var log: Log
+    /// The control socket `errorbusctl` talks to (`control.*`).
+    public var control: Control
+    /// The ErrorBus's policies (`bus.*`): back-off, rate limits, reachability, release, retry
+    /// budget, bounds. Its `fallback` and `firstIncidentID` are not configuration; they keep
+    /// their defaults here.
+    public var bus: ErrorBusConfiguration
+
+    /// Creates a configuration; every part defaults to the built-in defaults.
+    public init(
+        api: API = API(),
+        auth: Auth = Auth(),
+        sync: Sync = Sync(),
+        loader: Loader = Loader(),
+        state: State = State(),
+        shutdown: Shutdown = Shutdown(),
+        log: Log = Log(),
+        control: Control = Control(),
+        bus: ErrorBusConfiguration = ErrorBusConfiguration()
+    ) {
+        self.api = api
+        self.auth = auth
+        self.sync = sync
+        self.loader = loader
+        self.state = state
+        self.shutdown = shutdown
+        self.log = log
+        self.control = control
+        self.bus = bus
+    }
+}
+
+extension DaemonConfiguration: Equatable {
+    /// Compares every setting. `ErrorBusConfiguration` is not `Equatable` (its `fallback` is a
+    /// closure), so its settings are compared one by one and the closure is left out.
+    public static func == (lhs: DaemonConfiguration, rhs: DaemonConfiguration) -> Bool {
+        lhs.api == rhs.api
+            && lhs.auth == rhs.auth
+            && lhs.sync == rhs.sync
+            && lhs.loader == rhs.loader
+            && lhs.state == rhs.state
+            && lhs.shutdown == rhs.shutdown
+            && lhs.log == rhs.log
+            && lhs.control == rhs.control
+            && lhs.bus.backoff == rhs.bus.backoff
+            && lhs.bus.rateLimit == rhs.bus.rateLimit
+            && lhs.bus.reachability == rhs.bus.reachability
+            && lhs.bus.release == rhs.bus.release
+            && lhs.bus.retryBudget == rhs.bus.retryBudget
+            && lhs.bus.maxParkedJobs == rhs.bus.maxParkedJobs
+            && lhs.bus.deadLetterGroupingWindow == rhs.bus.deadLetterGroupingWindow
+            && lhs.bus.eventBufferSize == rhs.bus.eventBufferSize
+            && lhs.bus.resolvedIncidentHistory == rhs.bus.resolvedIncidentHistory
+            && lhs.bus.firstIncidentID == rhs.bus.firstIncidentID
+    }
+}

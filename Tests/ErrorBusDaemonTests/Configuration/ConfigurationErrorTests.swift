@@ -1,0 +1,325 @@
+import ErrorBusDaemon
+import Testing
+
+/// Every kind of bad configuration is one line naming the file (and line) or the variable, the
+/// key, and the reason.
+@Suite struct ConfigurationErrorTests {
+    @Test func exitCodeIsEXConfig() {
+        #expect(ConfigurationError.exitCode == 78)
+    }
+
+    @Test func descriptionShapes() {
+        #expect(
+            ConfigurationError(file: "/etc/errorbusd/errorbusd.yaml", key: "sync.concurrency", reason: "bad").description
+                == "/etc/errorbusd/errorbusd.yaml: sync.concurrency: bad"
+        )
+        #expect(
+            ConfigurationError(file: "/e.yaml", line: 3, key: "sync.concurrency", reason: "bad").description
+                == "/e.yaml:3: sync.concurrency: bad"
+        )
+        #expect(
+            ConfigurationError(key: "sync.concurrency", environmentVariable: "ERRORBUSD_SYNC_CONCURRENCY", reason: "bad").description
+                == "environment variable ERRORBUSD_SYNC_CONCURRENCY (sync.concurrency): bad"
+        )
+        #expect(ConfigurationError(key: "a.b", reason: "bad").description == "a.b: bad")
+        #expect(ConfigurationError(reason: "bad").description == "bad")
+    }
+
+    // MARK: - The file
+
+    @Test func missingFile() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let path = fixture.directory + "/missing.yaml"
+            let error = try #require(await loadError(file: path, environment: try fixture.credentials()))
+            #expect(error.file == path)
+            #expect(error.key == nil)
+            #expect(error.description == "\(path): cannot read: No such file or directory")
+        }
+    }
+
+    @Test func fileThatIsADirectory() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(await loadError(file: fixture.directory, environment: try fixture.credentials()))
+            #expect(error.description == "\(fixture.directory): cannot read: is a directory, not a file")
+        }
+    }
+
+    @Test func yamlSyntaxErrorHasTheLine() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(
+                try await fixture.loadError(
+                    """
+                    api:
+                      base-url: http://127.0.0.1:8080
+                    sync:
+                      concurrency: [16
+                    log:
+                      level: info
+                    """
+                )
+            )
+            #expect(error.file == fixture.yamlPath)
+            #expect(error.line != nil)
+            #expect(error.description.hasPrefix("\(fixture.yamlPath):\(error.line!): not valid YAML: "))
+        }
+    }
+
+    @Test func tabIndentation() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("sync:\n\tconcurrency: 4\n"))
+            #expect(error.line == 2)
+            #expect(error.reason.hasSuffix("; YAML is indented with spaces, not tabs"))
+        }
+    }
+
+    @Test func duplicateKeys() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("sync:\n  concurrency: 4\n  concurrency: 8\n"))
+            #expect(error.description.hasPrefix(fixture.yamlPath + ":"))
+            #expect(error.reason.contains("\"concurrency\" set twice"))
+        }
+    }
+
+    @Test func topLevelMustBeAMapping() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("- api\n- sync\n"))
+            #expect(error.description == "\(fixture.yamlPath):1: expected a mapping of sections (api:, auth:, sync:, …) at the top level, got a list")
+        }
+    }
+
+    // MARK: - Keys
+
+    @Test func unknownKeyWithSuggestion() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let typo = try #require(try await fixture.loadError("sync:\n  outbox: /srv/outbox\n  concurency: 4\n"))
+            #expect(typo.description == "\(fixture.yamlPath):3: sync.concurency: unknown key; did you mean sync.concurrency?")
+
+            let camel = try #require(try await fixture.loadError("api:\n  baseURL: http://h\n"))
+            #expect(camel.description == "\(fixture.yamlPath):2: api.baseURL: unknown key; did you mean api.base-url?")
+
+            let snake = try #require(try await fixture.loadError("bus:\n  retry_budget:\n    capacity: 5\n"))
+            #expect(snake.description == "\(fixture.yamlPath):2: bus.retry_budget: unknown key; did you mean bus.retry-budget?")
+
+            let elsewhere = try #require(try await fixture.loadError("sync:\n  client-id: x\n"))
+            #expect(elsewhere.description == "\(fixture.yamlPath):2: sync.client-id: unknown key; did you mean auth.client-id?")
+        }
+    }
+
+    @Test func unknownKeyWithoutSuggestionListsTheKnownOnes() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("frobnicate: 1\n"))
+            #expect(
+                error.description
+                    == "\(fixture.yamlPath):1: frobnicate: unknown key; known at the top level: api, auth, sync, loader, state, shutdown, log, control, bus"
+            )
+        }
+    }
+
+    @Test func dottedKeysAreExplained() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("sync.concurrency: 4\n"))
+            #expect(
+                error.description
+                    == "\(fixture.yamlPath):1: sync.concurrency: unknown key; YAML keys nest rather than contain dots: write it one level per key (sync:, concurrency:)"
+            )
+        }
+    }
+
+    @Test func clientSecretInTheFileIsRefused() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("auth:\n  client-id: x\n  client-secret: hunter2\n"))
+            #expect(error.file == fixture.yamlPath)
+            #expect(error.line == 3)
+            #expect(error.key == "auth.client-secret")
+            #expect(error.reason.contains("auth.client-secret-file"))
+            #expect(error.reason.contains("LoadCredential="))
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+
+    @Test func shapeErrors() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let section = try #require(try await fixture.loadError("api: http://127.0.0.1:8080\n"))
+            #expect(section.description.hasPrefix("\(fixture.yamlPath):1: api: expected a section with keys (base-url, token-path,"))
+
+            let list = try #require(try await fixture.loadError("sync:\n  concurrency: [1, 2]\n"))
+            #expect(list.description == "\(fixture.yamlPath):2: sync.concurrency: expected a single value, got a list")
+
+            let empty = try #require(try await fixture.loadError("sync:\n  concurrency:\n"))
+            #expect(empty.description == "\(fixture.yamlPath):2: sync.concurrency: has no value; remove the key to use the default")
+
+            let notAList = try #require(try await fixture.loadError("loader:\n  resources: {motd.txt: 5m}\n"))
+            #expect(notAList.description == "\(fixture.yamlPath):2: loader.resources: expected a list, got a mapping")
+        }
+    }
+
+    // MARK: - Values
+
+    @Test func wrongType() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("sync:\n  outbox: /srv/outbox\n  concurrency: sixteen\n"))
+            #expect(error.file == fixture.yamlPath)
+            #expect(error.line == 3)
+            #expect(error.key == "sync.concurrency")
+            #expect(
+                error.description
+                    == "\(fixture.yamlPath):3: sync.concurrency: expected an integer between 1 and 1024, got \"sixteen\""
+            )
+        }
+    }
+
+    @Test(arguments: [
+        ("sync:\n  concurrency: 0\n", "sync.concurrency: expected an integer between 1 and 1024, got \"0\""),
+        ("bus:\n  rate-limit:\n    jitter: 1.5\n", "bus.rate-limit.jitter: expected a number between 0 and 1, got \"1.5\""),
+        ("bus:\n  backoff:\n    factor: 0.5\n", "bus.backoff.factor: expected a number between 1 and 100, got \"0.5\""),
+        ("bus:\n  retry-budget:\n    floor-per-minute: 0\n", "bus.retry-budget.floor-per-minute: expected a number greater than 0, got \"0\""),
+        ("api:\n  connect-timeout: 0s\n", "api.connect-timeout: expected a duration greater than 0s, got \"0s\""),
+        ("api:\n  request-timeout: soon\n", "api.request-timeout: expected a duration (seconds, or a number with a unit: 500ms, 30s, 5m, 1h), got \"soon\""),
+        ("sync:\n  max-file-size: lots\n", "sync.max-file-size: expected a size in bytes (a whole number, or with a unit: 512KiB, 10MiB, 1GiB), got \"lots\""),
+        ("log:\n  level: loud\n", "log.level: expected one of trace, debug, info, notice, warning, error, critical, got \"loud\""),
+        ("sync:\n  after-delivery: keep\n", "sync.after-delivery: expected one of delete, move, got \"keep\""),
+        ("api:\n  base-url: ftp://example.net\n", "api.base-url: expected an http:// or https:// URL, got \"ftp://example.net\""),
+        ("api:\n  base-url: http://\n", "api.base-url: expected a URL with a host, got \"http://\""),
+        ("api:\n  items-path: v1/items\n", "api.items-path: expected a path starting with / (without ?, # or spaces), got \"v1/items\""),
+        ("loader:\n  resources:\n    - ../etc/passwd=5m\n", "loader.resources: expected a resource name of letters, digits, '.', '_' and '-', not starting with '.', got \"../etc/passwd\""),
+        ("loader:\n  resources:\n    - motd.txt=500ms\n", "loader.resources: motd.txt: expected an interval of at least 1s, got \"500ms\""),
+        ("loader:\n  resources:\n    - motd.txt\n", "loader.resources: expected NAME=INTERVAL (motd.txt=5m), got \"motd.txt\""),
+        ("loader:\n  resources: [a=1m, a=2m]\n", "loader.resources: a is listed twice"),
+        ("control:\n  group: \"wheel users\"\n", "control.group: expected a group name (letters, digits, _, - and ., not starting with -), or nothing for root only, got \"wheel users\""),
+        ("auth:\n  credential-name: ../secret\n", "auth.credential-name: expected letters, digits, '.', '_' and '-', not starting with '.', got \"../secret\""),
+    ])
+    func outOfRangeOrMalformed(yaml: String, expected: String) async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError(yaml))
+            #expect(error.file == fixture.yamlPath)
+            #expect(error.line != nil)
+            #expect(error.description.hasSuffix(": " + expected))
+            #expect(error.description.hasPrefix(fixture.yamlPath + ":"))
+        }
+    }
+
+    @Test func crossKeyChecksBlameTheKeyThatWasSet() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let cap = try #require(try await fixture.loadError("bus:\n  backoff:\n    cap: 500ms\n"))
+            #expect(cap.description == "\(fixture.yamlPath):3: bus.backoff.cap: must be at least bus.backoff.base (1s), got \"500ms\"")
+
+            let base = try #require(try await fixture.loadError("bus:\n  backoff:\n    base: 10m\n"))
+            #expect(base.description == "\(fixture.yamlPath):3: bus.backoff.base: must be at most bus.backoff.cap (5m), got \"10m\"")
+
+            let sent = try #require(
+                try await fixture.loadError("sync:\n  outbox: /srv/spool\n  after-delivery: move\n  sent-directory: /srv/spool/\n")
+            )
+            #expect(sent.description.hasPrefix("\(fixture.yamlPath):4: sync.sent-directory: must differ from sync.outbox"))
+        }
+    }
+
+    @Test func relativePaths() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("sync:\n  outbox: spool/outbox\n"))
+            #expect(
+                error.description
+                    == "\(fixture.yamlPath):2: sync.outbox: expected an absolute path (starting with /), got \"spool/outbox\""
+            )
+            let secretFile = try #require(try await fixture.loadError("auth:\n  client-secret-file: secret\n"))
+            #expect(secretFile.description.hasSuffix("auth.client-secret-file: expected an absolute path (starting with /), got \"secret\""))
+        }
+    }
+
+    @Test func socketPathTooLong() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let path = "/run/" + String(repeating: "x", count: 120)
+            let error = try #require(try await fixture.loadError("control:\n  socket-path: \(path)\n"))
+            #expect(error.description == "\(fixture.yamlPath):2: control.socket-path: is 125 bytes long; a Unix socket path holds at most 107")
+        }
+    }
+
+    // MARK: - The environment
+
+    @Test func badEnvironmentOverrideNamesTheVariable() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(
+                try await fixture.loadError("sync:\n  concurrency: 4\n", environment: ["ERRORBUSD_SYNC_CONCURRENCY": "sixteen"])
+            )
+            #expect(error.environmentVariable == "ERRORBUSD_SYNC_CONCURRENCY")
+            #expect(error.file == nil)
+            #expect(error.key == "sync.concurrency")
+            #expect(
+                error.description
+                    == "environment variable ERRORBUSD_SYNC_CONCURRENCY (sync.concurrency): expected an integer between 1 and 1024, got \"sixteen\""
+            )
+        }
+    }
+
+    @Test func unknownEnvironmentVariable() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let typo = try #require(try await fixture.loadError(nil, environment: ["ERRORBUSD_SYNC_CONCURENCY": "4"]))
+            #expect(
+                typo.description
+                    == "environment variable ERRORBUSD_SYNC_CONCURENCY: not a configuration variable; did you mean ERRORBUSD_SYNC_CONCURRENCY?"
+            )
+            let secret = try #require(try await fixture.loadError(nil, environment: ["ERRORBUSD_AUTH_CLIENT_SECRET": "hunter2"]))
+            #expect(secret.description.hasPrefix("environment variable ERRORBUSD_AUTH_CLIENT_SECRET (auth.client-secret): the client secret is never read"))
+            #expect(!secret.description.contains("hunter2"))
+        }
+    }
+
+    @Test func relativeSystemdDirectory() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError(nil, environment: ["STATE_DIRECTORY": "errorbusd"]))
+            #expect(error.description == "environment variable STATE_DIRECTORY: expected an absolute path, got \"errorbusd\"")
+        }
+    }
+
+    // MARK: - The secret
+
+    @Test func noSecretAnywhere() async throws {
+        let error = try #require(await loadError(file: nil, environment: [:]))
+        #expect(error.key == "auth.client-secret-file")
+        #expect(
+            error.description
+                == "auth.client-secret-file: no client secret: set auth.client-secret-file, or run errorbusd under systemd with LoadCredential=client-secret:PATH ($CREDENTIALS_DIRECTORY is not set)"
+        )
+    }
+
+    @Test func missingCredentialNamesThePathTried() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let directory = fixture.directory + "/credentials-empty"
+            let error = try #require(await loadError(file: nil, environment: ["CREDENTIALS_DIRECTORY": directory]))
+            #expect(
+                error.description
+                    == "auth.credential-name: cannot read the credential \(directory)/client-secret ($CREDENTIALS_DIRECTORY/client-secret): No such file or directory; does the unit have LoadCredential=client-secret:PATH?"
+            )
+        }
+    }
+
+    @Test func missingSecretFileNamesThePathAndWhereItWasSet() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let path = fixture.directory + "/no-such-secret"
+            let error = try #require(try await fixture.loadError("auth:\n  client-secret-file: \(path)\n"))
+            #expect(
+                error.description
+                    == "\(fixture.yamlPath):2: auth.client-secret-file: cannot read the client secret file \(path): No such file or directory"
+            )
+        }
+    }
+
+    @Test func emptySecret() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let path = try fixture.write("empty-secret", "\n")
+            let error = try #require(await loadError(file: nil, environment: ["ERRORBUSD_AUTH_CLIENT_SECRET_FILE": path]))
+            #expect(
+                error.description
+                    == "environment variable ERRORBUSD_AUTH_CLIENT_SECRET_FILE (auth.client-secret-file): the client secret file \(path) is empty"
+            )
+        }
+    }
+
+    private func loadError(file: String?, environment: [String: String]) async -> ConfigurationError? {
+        do {
+            _ = try await DaemonConfiguration.load(file: file, environment: environment)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

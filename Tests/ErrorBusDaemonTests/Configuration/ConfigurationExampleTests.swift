@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+@testable import ErrorBusDaemon
+
+/// `etc/errorbusd/errorbusd.yaml`, the documented example installed as
+/// `/etc/errorbusd/errorbusd.yaml`, loads as it is and says what the code does.
+@Suite struct ConfigurationExampleTests {
+    /// The example file in this repository.
+    static let examplePath = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // Configuration
+        .deletingLastPathComponent()  // ErrorBusDaemonTests
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()  // the package
+        .appendingPathComponent("etc/errorbusd/errorbusd.yaml").path
+
+    @Test func loadsAsTheDefaults() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try await DaemonConfiguration.load(file: Self.examplePath, environment: try fixture.credentials())
+            #expect(configuration == DaemonConfiguration(auth: .init(clientSecret: Secret("s3cret"))))
+            // What the demo against the local sandbox needs.
+            #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
+            #expect(configuration.auth.clientSecretFile == nil)
+        }
+    }
+
+    @Test func leavesSystemdDirectoriesToSystemd() async throws {
+        try await ConfigurationFixture.with { fixture in
+            var environment = try fixture.credentials()
+            environment["STATE_DIRECTORY"] = "/var/lib/errorbusd-unit"
+            environment["RUNTIME_DIRECTORY"] = "/run/errorbusd-unit"
+            let configuration = try await DaemonConfiguration.load(file: Self.examplePath, environment: environment)
+            #expect(configuration.state.directory == "/var/lib/errorbusd-unit")
+            #expect(configuration.control.socketPath == "/run/errorbusd-unit/io.errorbus.Control")
+        }
+    }
+
+    /// Every key is in the example, with a comment above it; `client-secret-file` is there
+    /// commented out, since systemd passes the secret.
+    @Test func documentsEveryKey() throws {
+        let text = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
+        let outline = try ConfigurationFileOutline(parsing: text, file: Self.examplePath)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+
+        for (key, _) in ConfigurationKeys.all where key != "auth.client-secret-file" {
+            let line = try #require(outline.line(of: key), "\(key) is missing from the example")
+            #expect(lines[line - 2].trimmingCharacters(in: .whitespaces).hasPrefix("#"), "\(key) has no comment above it")
+        }
+        #expect(!outline.contains("auth.client-secret-file"))
+        #expect(text.contains("\n  # client-secret-file: /etc/errorbusd/client-secret\n"))
+    }
+}

@@ -1,0 +1,277 @@
+import Configuration
+import ErrorBus
+import ErrorBusDaemon
+import Logging
+import Testing
+
+@Suite struct ConfigurationLoadingTests {
+    /// The built-in defaults, with the secret a fixture's credentials directory holds.
+    private static let defaults = DaemonConfiguration(auth: .init(clientSecret: Secret("s3cret")))
+
+    @Test func defaultsWithoutFile() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try await DaemonConfiguration.load(file: nil, environment: try fixture.credentials())
+            #expect(configuration == Self.defaults)
+
+            #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
+            #expect(configuration.api.host == "127.0.0.1")
+            #expect(configuration.api.probeURL == "http://127.0.0.1:8080/healthz")
+            #expect(configuration.api.tokenPath == "/oauth/token")
+            #expect(configuration.api.connectTimeout == .seconds(5))
+            #expect(configuration.auth.clientID == "errorbus")
+            #expect(configuration.auth.refreshMargin == .seconds(60))
+            #expect(configuration.sync.outbox == "/var/spool/errorbusd/outbox")
+            #expect(configuration.sync.afterDelivery == .delete)
+            #expect(configuration.sync.concurrency == 16)
+            #expect(configuration.sync.maxFileSize == 100 * 1_024 * 1_024)
+            #expect(configuration.loader.resources.isEmpty)
+            #expect(configuration.state.directory == "/var/lib/errorbusd")
+            #expect(configuration.shutdown.drainTimeout == .seconds(10))
+            #expect(configuration.log.level == .info)
+            #expect(configuration.control.socketPath == "/run/errorbusd/io.errorbus.Control")
+            #expect(configuration.control.group == "errorbus")
+            #expect(configuration.control.maxConnections == 256)
+            #expect(configuration.bus.backoff == ErrorBusConfiguration.Backoff())
+            #expect(configuration.bus.maxParkedJobs == ErrorBusConfiguration().maxParkedJobs)
+        }
+    }
+
+    @Test func emptyFileIsAllDefaults() async throws {
+        try await ConfigurationFixture.with { fixture in
+            for yaml in ["", "# nothing but a comment\n", "api:\nsync:\n", "~\n"] {
+                let configuration = try await fixture.load(yaml)
+                #expect(configuration == Self.defaults, "\(yaml)")
+            }
+        }
+    }
+
+    @Test func yamlOverridesDefaults() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try await fixture.load(
+                """
+                api:
+                  base-url: https://api.example.net/prefix/
+                  token-path: /token
+                  items-path: /items
+                  resources-path: /res
+                  realm: example
+                  connect-timeout: 500ms
+                  request-timeout: 2m
+                  ca-file: /etc/ssl/extra.pem
+                auth:
+                  client-id: host-17
+                  refresh-margin: 0.5
+                sync:
+                  outbox: /srv/outbox
+                  after-delivery: move
+                  sent-directory: /srv/sent
+                  concurrency: 4
+                  max-file-size: 10MiB
+                  rescan-interval: 1m
+                  settle-time: 0
+                loader:
+                  directory: /srv/resources
+                  resources:
+                    - motd.txt=5m
+                    - feature-flags.json = 30s
+                state:
+                  directory: /srv/state
+                shutdown:
+                  drain-timeout: 1m30s
+                log:
+                  level: debug
+                control:
+                  socket-path: /run/eb.sock
+                  group:
+                  max-connections: 8
+                bus:
+                  backoff: {base: 2s, factor: 3, cap: 10m}
+                  rate-limit: {minimum: 0, maximum: 2h, jitter: 0.25}
+                  reachability: {initial-interval: 500ms, factor: 1.5, maximum-interval: 1m}
+                  release: {concurrency: 4, spread: 1s}
+                  retry-budget: {success-ratio: 0.2, floor-per-minute: 0.5, capacity: 50}
+                  max-parked-jobs: 1_000
+                  dead-letter-grouping-window: 5m
+                  event-buffer-size: 64
+                  resolved-incident-history: 0
+                """
+            )
+            #expect(configuration.api.baseURL == "https://api.example.net/prefix")
+            #expect(configuration.api.host == "api.example.net")
+            #expect(configuration.api.probeURL == "https://api.example.net/prefix/healthz")
+            #expect(configuration.api.tokenPath == "/token")
+            #expect(configuration.api.itemsPath == "/items")
+            #expect(configuration.api.resourcesPath == "/res")
+            #expect(configuration.api.realm == "example")
+            #expect(configuration.api.connectTimeout == .milliseconds(500))
+            #expect(configuration.api.requestTimeout == .seconds(120))
+            #expect(configuration.api.caFile == "/etc/ssl/extra.pem")
+            #expect(configuration.auth.clientID == "host-17")
+            #expect(configuration.auth.refreshMargin == .milliseconds(500))
+            #expect(configuration.sync.outbox == "/srv/outbox")
+            #expect(configuration.sync.afterDelivery == .move(to: "/srv/sent"))
+            #expect(configuration.sync.concurrency == 4)
+            #expect(configuration.sync.maxFileSize == 10_485_760)
+            #expect(configuration.sync.rescanInterval == .seconds(60))
+            #expect(configuration.sync.settleTime == .zero)
+            #expect(configuration.loader.directory == "/srv/resources")
+            #expect(
+                configuration.loader.resources == [
+                    .init(name: "motd.txt", interval: .seconds(300)),
+                    .init(name: "feature-flags.json", interval: .seconds(30)),
+                ]
+            )
+            #expect(configuration.state.directory == "/srv/state")
+            #expect(configuration.shutdown.drainTimeout == .seconds(90))
+            #expect(configuration.log.level == .debug)
+            #expect(configuration.control.socketPath == "/run/eb.sock")
+            #expect(configuration.control.group == nil)
+            #expect(configuration.control.maxConnections == 8)
+            #expect(configuration.bus.backoff == .init(base: .seconds(2), factor: 3, cap: .seconds(600)))
+            #expect(configuration.bus.rateLimit == .init(minimum: .zero, maximum: .seconds(7_200), jitter: 0.25))
+            #expect(
+                configuration.bus.reachability
+                    == .init(initialInterval: .milliseconds(500), factor: 1.5, maximumInterval: .seconds(60))
+            )
+            #expect(configuration.bus.release == .init(concurrency: 4, spread: .seconds(1)))
+            #expect(configuration.bus.retryBudget == .init(successRatio: 0.2, floorPerMinute: 0.5, capacity: 50))
+            #expect(configuration.bus.maxParkedJobs == 1_000)
+            #expect(configuration.bus.deadLetterGroupingWindow == .seconds(300))
+            #expect(configuration.bus.eventBufferSize == 64)
+            #expect(configuration.bus.resolvedIncidentHistory == 0)
+        }
+    }
+
+    @Test func probeURLCanBeSetAndFollowsTheBaseURLOtherwise() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let set = try await fixture.load("api:\n  probe-url: http://probe.example.net/up\n")
+            #expect(set.api.probeURL == "http://probe.example.net/up")
+
+            var api = DaemonConfiguration.API(baseURL: "https://a.example.net")
+            #expect(api.probeURL == "https://a.example.net/healthz")
+            api.probeURL = nil
+            api.baseURL = "https://b.example.net"
+            #expect(api.probeURL == "https://b.example.net/healthz")
+            #expect(api == DaemonConfiguration.API(baseURL: "https://b.example.net", probeURL: "https://b.example.net/healthz"))
+        }
+    }
+
+    @Test func environmentOverridesYAML() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try await fixture.load(
+                """
+                sync:
+                  concurrency: 8
+                  max-file-size: 1MiB
+                api:
+                  base-url: http://yaml.example.net
+                """,
+                environment: [
+                    "ERRORBUSD_SYNC_CONCURRENCY": "32",
+                    "ERRORBUSD_API_BASE_URL": "https://env.example.net",
+                    "ERRORBUSD_BUS_RETRY_BUDGET_FLOOR_PER_MINUTE": "2.5",
+                    "ERRORBUSD_LOADER_RESOURCES": "a.txt=1m, b.json=10s",
+                    "ERRORBUSD_CONTROL_GROUP": "",
+                    "PATH": "/usr/bin:/bin",
+                ]
+            )
+            #expect(configuration.sync.concurrency == 32)
+            #expect(configuration.sync.maxFileSize == 1_048_576)  // from the file, not overridden
+            #expect(configuration.api.baseURL == "https://env.example.net")
+            #expect(configuration.bus.retryBudget.floorPerMinute == 2.5)
+            #expect(
+                configuration.loader.resources == [
+                    .init(name: "a.txt", interval: .seconds(60)), .init(name: "b.json", interval: .seconds(10)),
+                ]
+            )
+            #expect(configuration.control.group == nil)
+        }
+    }
+
+    @Test func environmentWithoutFile() async throws {
+        try await ConfigurationFixture.with { fixture in
+            var environment = try fixture.credentials()
+            environment["ERRORBUSD_LOG_LEVEL"] = "warning"
+            let configuration = try await DaemonConfiguration.load(file: nil, environment: environment)
+            var expected = Self.defaults
+            expected.log.level = .warning
+            #expect(configuration == expected)
+        }
+    }
+
+    @Test func systemdDirectoriesAreDefaults() async throws {
+        try await ConfigurationFixture.with { fixture in
+            var environment = try fixture.credentials()
+            environment["STATE_DIRECTORY"] = "/var/lib/errorbusd-a:/var/lib/errorbusd-b"
+            environment["RUNTIME_DIRECTORY"] = "/run/errorbusd-test"
+            let configuration = try await DaemonConfiguration.load(file: nil, environment: environment)
+            #expect(configuration.state.directory == "/var/lib/errorbusd-a")
+            #expect(configuration.control.socketPath == "/run/errorbusd-test/io.errorbus.Control")
+
+            // Set explicitly, the file wins over systemd's directories.
+            let file = try fixture.write(
+                "errorbusd.yaml",
+                "state:\n  directory: /srv/state\ncontrol:\n  socket-path: /srv/control.sock\n"
+            )
+            let explicit = try await DaemonConfiguration.load(file: file, environment: environment)
+            #expect(explicit.state.directory == "/srv/state")
+            #expect(explicit.control.socketPath == "/srv/control.sock")
+        }
+    }
+
+    @Test func secretFromCredentialsDirectory() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let environment = try fixture.credentials(secret: "from-systemd\n", name: "api-secret")
+            let file = try fixture.write("errorbusd.yaml", "auth:\n  credential-name: api-secret\n")
+            let configuration = try await DaemonConfiguration.load(file: file, environment: environment)
+            #expect(configuration.auth.clientSecret == Secret("from-systemd"))
+            #expect(configuration.auth.clientSecret.value == "from-systemd")
+        }
+    }
+
+    @Test func secretFileWinsOverCredentialsDirectory() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let secretFile = try fixture.write("secret", "from-file\r\n")
+            let configuration = try await fixture.load("auth:\n  client-secret-file: \(secretFile)\n")
+            #expect(configuration.auth.clientSecretFile == secretFile)
+            #expect(configuration.auth.clientSecret.value == "from-file")
+
+            // Without any credentials directory too.
+            let alone = try await DaemonConfiguration.load(
+                file: nil,
+                environment: ["ERRORBUSD_AUTH_CLIENT_SECRET_FILE": secretFile]
+            )
+            #expect(alone.auth.clientSecret.value == "from-file")
+        }
+    }
+
+    @Test func secretIsRedacted() {
+        let secret = Secret("hunter2")
+        #expect(secret.description == "<redacted>")
+        #expect(secret.debugDescription == "Secret(<redacted>)")
+        #expect("\(secret)" == "<redacted>")
+        #expect(String(reflecting: secret) == "Secret(<redacted>)")
+        var dumped = ""
+        dump(DaemonConfiguration(auth: .init(clientSecret: secret)), to: &dumped)
+        #expect(!dumped.contains("hunter2"))
+        #expect(!String(describing: DaemonConfiguration(auth: .init(clientSecret: secret))).contains("hunter2"))
+    }
+
+    @Test func readsTypedValuesFromAnyProvider() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let reader = ConfigReader(
+                provider: InMemoryProvider(values: [
+                    "sync.concurrency": 12,
+                    "bus.backoff.factor": 1.5,
+                    "api.connect-timeout": 2,
+                    "log.level": "error",
+                ])
+            )
+            let configuration = try DaemonConfiguration(reader: reader, environment: try fixture.credentials())
+            #expect(configuration.sync.concurrency == 12)
+            #expect(configuration.bus.backoff.factor == 1.5)
+            #expect(configuration.api.connectTimeout == .seconds(2))
+            #expect(configuration.log.level == .error)
+        }
+    }
+}
