@@ -59,6 +59,7 @@ let package = Package(
             name: "ErrorBusDaemon",
             dependencies: [
                 "ErrorBus",
+                "CNetlink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -73,6 +74,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // The Linux netlink ABI (kernel UAPI headers), for the network-change monitor.
+        .systemLibrary(name: "CNetlink"),
         // `errorbusd`: @main only.
         .executableTarget(
             name: "errorbusd",
