@@ -85,6 +85,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A small program the network tests run inside a network namespace of their own.
+        .executableTarget(
+            name: "network-test-helper",
+            dependencies: [
+                "ErrorBusDaemon",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/network-test-helper"
+        ),
         .testTarget(
             name: "ErrorBusDaemonTests",
             dependencies: [
@@ -94,6 +105,8 @@ let package = Package(
                 "Sandbox",
                 "errorbusd",
                 "errorbus-sandbox",
+                "network-test-helper",
+                "CNetlink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
