@@ -104,13 +104,9 @@ private struct Diagnosis {
                 )
             }
         case let error as NIOSSLError:
-            self = Self.diagnose(error, target: target)
+            self = Self.diagnose(error, target: target, request: request)
         case let error as NIOSSLExtraError:
-            if error == .failedToValidateHostname || error == .serverHostnameImpossibleToMatch {
-                self = Self.untrustedCertificate(target: target, detail: "it is issued for another name")
-            } else {
-                self = Self.tlsConfiguration(target: target, detail: String(describing: error))
-            }
+            self = Self.diagnose(error, target: target)
         case let error as NIOTooManyBytesError:
             let limit = error.maxBytes.map { " \(ByteCountText.format($0))" } ?? ""
             self.init(
@@ -317,7 +313,7 @@ private struct Diagnosis {
 
     // MARK: - TLS
 
-    private static func diagnose(_ error: NIOSSLError, target: RequestTarget) -> Diagnosis {
+    private static func diagnose(_ error: NIOSSLError, target: RequestTarget, request: String) -> Diagnosis {
         switch error {
         case .handshakeFailed(let reason):
             let text = String(describing: reason)
@@ -336,7 +332,24 @@ private struct Diagnosis {
         case .failedToLoadCertificate, .failedToLoadPrivateKey, .noSuchFilesystemObject:
             return tlsConfiguration(target: target, detail: String(describing: error))
         case .uncleanShutdown:
-            return connectionReset(host: target.host, request: "the request", how: "closed the TLS connection without finishing it")
+            return connectionReset(host: target.host, request: request, how: "closed the TLS connection without finishing it")
+        default:
+            return Diagnosis(
+                category: .unreachable,
+                cause: "tlsFailure",
+                title: "TLS failed",
+                message: "TLS with \(target.authority) failed: \(error).",
+                next: portalAdvice
+            )
+        }
+    }
+
+    private static func diagnose(_ error: NIOSSLExtraError, target: RequestTarget) -> Diagnosis {
+        switch error {
+        case .failedToValidateHostname, .serverHostnameImpossibleToMatch:
+            return untrustedCertificate(target: target, detail: "it is issued for another name")
+        case .unknownPrivateKeyFileType, .invalidSNIHostname, .cannotUseIPAddressInSNI:
+            return tlsConfiguration(target: target, detail: String(describing: error))
         default:
             return Diagnosis(
                 category: .unreachable,
