@@ -1,0 +1,22 @@
+public import AsyncHTTPClient
+public import NIOCore
+
+extension HTTPClient.Configuration {
+    /// A client configuration for errorbusd's API traffic and its probe.
+    ///
+    /// - Redirects are **not** followed: an API that answers with a redirect is a captive portal
+    ///   or a proxy, and ``HTTPFailure`` and ``APIProbe`` need to see it to say so.
+    /// - A bounded connect timeout: AsyncHTTPClient retries failed connection attempts until it
+    ///   runs out, so this is how long a refused or blackholed connection takes to be reported.
+    /// - A read timeout, so a server gone silent mid-answer is noticed; bodies are further
+    ///   bounded by ``AsyncHTTPClient/HTTPClientResponse/collectBody(upTo:deadline:method:url:)``.
+    /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
+    ///   must not expand past the limit unnoticed.
+    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
+        HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: connectTimeout, read: readTimeout),
+            decompression: .disabled
+        )
+    }
+}
