@@ -80,6 +80,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A small program the store tests run as a real child process and kill with SIGKILL, and
+        // the store's measurements (`store-test-helper bench`).
+        .executableTarget(
+            name: "store-test-helper",
+            dependencies: [
+                "ErrorBusDaemon",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/store-test-helper"
+        ),
         .testTarget(
             name: "ErrorBusDaemonTests",
             dependencies: [
@@ -89,6 +99,7 @@ let package = Package(
                 "Sandbox",
                 "errorbusd",
                 "errorbus-sandbox",
+                "store-test-helper",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
