@@ -58,10 +58,13 @@ extension JobStore {
         return try read("reading queued jobs") { db in
             // A walk of the `job_state` index in insertion order: it stops after `limit` rows
             // plus the excluded ones met on the way, whatever the size of the queue.
-            let cursor = try JobRow.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
+            // An excluded row is skipped on its id, before the whole record is decoded.
+            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
             var jobs: [OutboxJob] = []
             while jobs.count < limit, let row = try cursor.next() {
-                if !excluding.contains(row.id) { jobs.append(row.job) }
+                if excluding.isEmpty || !excluding.contains(row["id"]) {
+                    jobs.append(try JobRow(row: row).job)
+                }
             }
             return jobs
         }
