@@ -13,8 +13,9 @@
 ///   already removed after delivery may then come back queued without its file:
 ///   ``JobStore/reconcileFiles(fileExists:)`` finds and discards those at start.
 /// - ``powerLoss`` (`synchronous=FULL`): every commit syncs the WAL (one `fdatasync`), so a
-///   commit that returned survives power loss too. Costs one sync per transaction; the batched
-///   ``JobStore/markDelivered(_:)`` shares one sync between every completion of a batch.
+///   commit that returned survives power loss too. Costs one sync per transaction: the batched
+///   ``JobStore/markDelivered(_:)-(String)`` shares one between every completion of a batch, but
+///   each single-job change (park, requeue, dead-letter) pays a whole one.
 public struct StoreDurability: Sendable, Hashable, CustomStringConvertible {
     enum Level: String, Sendable, Hashable {
         case normal = "NORMAL"
