@@ -4,7 +4,7 @@ import Testing
 
 @testable import ErrorBus
 
-@Suite struct JobStoreIncidentTests {
+@Suite struct StoreIncidentTests {
     private func snapshot(
         _ id: UInt64,
         state: IncidentState = .waiting,

@@ -5,7 +5,7 @@ import Testing
 
 /// The store on a really full, then read-only, file system: a small tmpfs mounted for the test.
 @Suite(.enabled(if: Tmpfs.isAvailable, "mounting a tmpfs needs root"))
-struct JobStoreDiskTests {
+struct StoreDiskTests {
     @Test(.timeLimit(.minutes(1)))
     func aFullDiskIsReportedAndLosesNothingCommitted() async throws {
         try await Tmpfs.with(size: 2 << 20) { mountPoint in

@@ -2,7 +2,7 @@ import ErrorBusDaemon
 import Foundation
 import Testing
 
-@Suite struct JobStoreJobTests {
+@Suite struct StoreJobTests {
     @Test func enqueueInsertsQueuedJobsAndReturnsThemAsStored() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             let new = StoreTestDirectory.newJobs(3)

@@ -5,7 +5,7 @@ import Testing
 
 /// `kill -9` at random moments: a real process changes jobs as fast as it can and reports each
 /// committed change; after SIGKILL the database must be sound and hold every reported change.
-@Suite struct JobStoreCrashTests {
+@Suite struct StoreCrashTests {
     @Test(.timeLimit(.minutes(2)))
     func sigkillAtRandomMomentsLosesNoCommittedChange() async throws {
         try await StoreTestDirectory.with { directory in

@@ -1,7 +1,7 @@
 import ErrorBusDaemon
 import Testing
 
-@Suite struct JobStoreDeadLetterTests {
+@Suite struct StoreDeadLetterTests {
     /// Six jobs: job-0…job-2 dead-lettered under incident 1, job-3 under incident 2, job-4
     /// without one, job-5 queued.
     private func withDeadLetters(_ body: (JobStore) async throws -> Void) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import ErrorBusDaemon
 
-@Suite struct JobStoreOpeningTests {
+@Suite struct StoreOpeningTests {
     @Test func createsItsDirectoryPrivateAndMigratesAnEmptyDatabase() async throws {
         let logs = InMemoryLogHandler()
         try await StoreTestDirectory.withStore(logs: logs) { store, directory in

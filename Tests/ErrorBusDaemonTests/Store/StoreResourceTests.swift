@@ -1,7 +1,7 @@
 import ErrorBusDaemon
 import Testing
 
-@Suite struct JobStoreResourceTests {
+@Suite struct StoreResourceTests {
     @Test func etagsAreRememberedReplacedAndForgotten() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())

@@ -4,7 +4,7 @@ import Testing
 
 @testable import ErrorBusDaemon
 
-@Suite struct JobStoreDeliveryTests {
+@Suite struct StoreDeliveryTests {
     @Test func markDeliveredReturnsOnceCommitted() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
