@@ -100,6 +100,16 @@ let package = Package(
             ],
             path: "Tests/network-test-helper"
         ),
+        // A small program the store tests run as a real child process and kill with SIGKILL, and
+        // the store's measurements (`store-test-helper bench`).
+        .executableTarget(
+            name: "store-test-helper",
+            dependencies: [
+                "ErrorBusDaemon",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/store-test-helper"
+        ),
         .testTarget(
             name: "ErrorBusDaemonTests",
             dependencies: [
@@ -110,6 +120,7 @@ let package = Package(
                 "errorbusd",
                 "errorbus-sandbox",
                 "network-test-helper",
+                "store-test-helper",
                 "CNetlink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

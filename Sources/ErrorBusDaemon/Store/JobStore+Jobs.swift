@@ -1,0 +1,297 @@
+public import Foundation
+import GRDB
+import Logging
+
+extension JobStore {
+    // MARK: Enqueueing
+
+    /// Makes `new` durable jobs, `queued`, in one transaction.
+    ///
+    /// A job whose id (its content's key) the store already knows is not inserted again: it is
+    /// listed in ``EnqueueResult/duplicates`` with the known job, so the caller can tell a rescan
+    /// of a file it already has (same path), a second copy of pending content (another path), and
+    /// content already delivered (``EnqueueResult/alreadyDelivered``: remove the duplicate file).
+    public func enqueue(_ new: [NewJob]) throws(StoreError) -> EnqueueResult {
+        guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
+        let now = Date.storeNow()
+        let milliseconds = now.storeMilliseconds
+        return try write("saving \(new.count) new job(s)") { db in
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO job (id, service, fileName, path, size, state, attempts, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?)
+                    ON CONFLICT(id) DO NOTHING
+                    """
+            )
+            var inserted: [OutboxJob] = []
+            inserted.reserveCapacity(new.count)
+            var duplicates: [EnqueueResult.Duplicate] = []
+            for job in new {
+                try insert.execute(arguments: [job.id, job.service, job.fileName, job.path, job.size, milliseconds, milliseconds])
+                if db.changesCount == 1 {
+                    inserted.append(
+                        OutboxJob(
+                            id: job.id,
+                            service: job.service,
+                            fileName: job.fileName,
+                            path: job.path,
+                            size: job.size,
+                            state: .queued,
+                            createdAt: now,
+                            updatedAt: now
+                        )
+                    )
+                } else if let existing = try JobRow.filter(Column("id") == job.id).fetchOne(db) {
+                    duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing.job))
+                }
+            }
+            return EnqueueResult(inserted: inserted, duplicates: duplicates)
+        }
+    }
+
+    // MARK: Reading jobs
+
+    /// Up to `limit` queued jobs, oldest first, skipping the ids in `excluding` (the ones the
+    /// caller is already handling).
+    public func nextQueued(limit: Int, excluding: Set<String> = []) throws(StoreError) -> [OutboxJob] {
+        guard limit > 0 else { return [] }
+        return try read("reading queued jobs") { db in
+            // A walk of the `job_state` index in insertion order: it stops after `limit` rows
+            // plus the excluded ones met on the way, whatever the size of the queue.
+            // An excluded row is skipped on its id, before the whole record is decoded.
+            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
+            var jobs: [OutboxJob] = []
+            while jobs.count < limit, let row = try cursor.next() {
+                if excluding.isEmpty || !excluding.contains(row["id"]) {
+                    jobs.append(try JobRow(row: row).job)
+                }
+            }
+            return jobs
+        }
+    }
+
+    /// The job with this id, whatever its state.
+    public func job(_ id: String) throws(StoreError) -> OutboxJob? {
+        try read("reading job \(id)") { db in
+            try JobRow.filter(Column("id") == id).fetchOne(db)?.job
+        }
+    }
+
+    /// One page of jobs, oldest first, optionally of one service and in one state.
+    public func jobs(service: String? = nil, state: JobState? = nil, offset: Int = 0, limit: Int = 100) throws(StoreError) -> [OutboxJob] {
+        try read("listing jobs") { db in
+            var request = JobRow.all()
+            if let service { request = request.filter(Column("service") == service) }
+            if let state { request = request.filter(Column("state") == state.rawValue) }
+            return try request.order(Column("seq")).limit(max(0, limit), offset: max(0, offset)).fetchAll(db).map(\.job)
+        }
+    }
+
+    /// How many jobs are in each state, optionally of one service.
+    public func counts(service: String? = nil) throws(StoreError) -> JobCounts {
+        try read("counting jobs") { db in
+            let rows: [Row] =
+                if let service {
+                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job WHERE service = ? GROUP BY state", arguments: [service])
+                } else {
+                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job GROUP BY state")
+                }
+            var counts = JobCounts()
+            for row in rows {
+                let state: String = row[0]
+                if let state = JobState(rawValue: state) { counts[state] = row[1] }
+            }
+            return counts
+        }
+    }
+
+    // MARK: Changing state
+
+    /// Marks queued jobs `inFlight`. Returns how many were queued (the others are left alone).
+    @discardableResult
+    public func markInFlight(_ ids: [String]) throws(StoreError) -> Int {
+        try update(
+            ids,
+            "marking \(ids.count) job(s) in flight",
+            sql: "UPDATE job SET state = 'inFlight', updatedAt = :now WHERE id = :id AND state = 'queued'"
+        )
+    }
+
+    /// Marks a queued job `inFlight`. Returns whether it was queued.
+    @discardableResult
+    public func markInFlight(_ id: String) throws(StoreError) -> Bool {
+        try markInFlight([id]) == 1
+    }
+
+    /// Parks a job under an incident. Returns whether it was queued, in flight or parked.
+    @discardableResult
+    public func markParked(_ id: String, incident: UInt64) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "parking job \(id)",
+            sql: """
+                UPDATE job SET state = 'parked', incident = :incident, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
+                """,
+            ["incident": incident]
+        ) == 1
+    }
+
+    /// Sends a job back to the queue after a failed attempt: `attempts` grows by one, `lastError`
+    /// is kept, the incident is cleared. Returns whether it was queued, in flight or parked.
+    @discardableResult
+    public func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "requeueing job \(id)",
+            sql: """
+                UPDATE job SET state = 'queued', attempts = attempts + 1, lastError = :lastError,
+                    incident = NULL, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
+                """,
+            ["lastError": lastError]
+        ) == 1
+    }
+
+    /// Records jobs delivered, in one transaction. Returns how many were not delivered already.
+    ///
+    /// Delivery is a fact: a job an operator discarded or dead-lettered meanwhile is recorded
+    /// delivered too. For completions arriving one by one, prefer the batched
+    /// ``markDelivered(_:)-(String)``.
+    @discardableResult
+    public func markDelivered(_ ids: [String]) throws(StoreError) -> Int {
+        try update(ids, "recording \(ids.count) job(s) delivered", sql: Self.markDeliveredSQL)
+    }
+
+    static let markDeliveredSQL = """
+        UPDATE job SET state = 'delivered', deliveredAt = :now, updatedAt = :now
+        WHERE id = :id AND state != 'delivered'
+        """
+
+    /// Sets a rejected job aside until an operator retries or discards it; counts as a failed
+    /// attempt. Returns whether it was queued, in flight or parked.
+    @discardableResult
+    public func markDeadLettered(_ id: String, reason: String, incident: UInt64?) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "dead-lettering job \(id)",
+            sql: """
+                UPDATE job SET state = 'deadLettered', reason = :reason, incident = :incident,
+                    attempts = attempts + 1, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
+                """,
+            ["reason": reason, "incident": incident]
+        ) == 1
+    }
+
+    /// Gives a job up. Returns whether it was pending (queued, in flight, parked or
+    /// dead-lettered). With a `reason`, it replaces the job's; otherwise a dead letter keeps its.
+    @discardableResult
+    public func markDiscarded(_ id: String, reason: String? = nil) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "discarding job \(id)",
+            sql: """
+                UPDATE job SET state = 'discarded', reason = COALESCE(:reason, reason), updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked', 'deadLettered')
+                """,
+            ["reason": reason]
+        ) == 1
+    }
+
+    /// Runs one `UPDATE` per id in one transaction, with `:id`, `:now` and `extra` bound, and
+    /// returns how many rows changed.
+    func update(_ ids: [String], _ action: @autoclosure () -> String, sql: String, _ extra: StatementArguments = [:]) throws(StoreError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let now = Date.storeNow().storeMilliseconds
+        return try write(action()) { db in
+            let statement = try db.cachedStatement(sql: sql)
+            var changed = 0
+            for id in ids {
+                var arguments: StatementArguments = ["id": id, "now": now]
+                _ = arguments.append(contentsOf: extra)
+                try statement.execute(arguments: arguments)
+                changed += db.changesCount
+            }
+            return changed
+        }
+    }
+
+    // MARK: Start and housekeeping
+
+    /// At start: every job left `inFlight` or `parked` by the previous run is `queued` again
+    /// (incident cleared, attempts unchanged). Returns how many.
+    @discardableResult
+    public func requeueInterrupted() throws(StoreError) -> Int {
+        let now = Date.storeNow().storeMilliseconds
+        let count = try write("requeueing interrupted jobs") { db in
+            try db.execute(
+                sql: "UPDATE job SET state = 'queued', incident = NULL, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
+                arguments: [now]
+            )
+            return db.changesCount
+        }
+        if count > 0 {
+            logger.info("Jobs interrupted by the last stop are queued again", metadata: ["count": "\(count)"])
+        }
+        return count
+    }
+
+    /// At start, after a crash of the machine: discards every pending job whose file is gone, so
+    /// that it does not wait forever for content nobody can upload, and returns them.
+    ///
+    /// The service removes a file only after its job is recorded delivered; with
+    /// ``StoreDurability/processCrash`` a power loss can undo that record but keep the removal,
+    /// leaving a queued job without a file. Such a job was most likely delivered (its reason says
+    /// so); a file removed by hand ends the same way.
+    ///
+    /// `fileExists` is called for every pending job inside one write transaction: call this once
+    /// at start, before uploads begin.
+    @discardableResult
+    public func reconcileFiles(fileExists: (OutboxJob) -> Bool) throws(StoreError) -> [OutboxJob] {
+        let now = Date.storeNow()
+        let reason = "Its file was gone at start: most likely delivered just before the machine stopped, or removed by hand."
+        let discarded = try write("reconciling jobs with the outbox") { db in
+            let pending = try JobRow.fetchAll(
+                db,
+                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') ORDER BY seq"
+            )
+            let statement = try db.cachedStatement(
+                sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?"
+            )
+            var discarded: [OutboxJob] = []
+            for row in pending where !fileExists(row.job) {
+                try statement.execute(arguments: [reason, now.storeMilliseconds, row.id])
+                var job = row.job
+                job.state = .discarded
+                job.reason = reason
+                job.updatedAt = now
+                discarded.append(job)
+            }
+            return discarded
+        }
+        if !discarded.isEmpty {
+            logger.warning(
+                "Pending jobs whose file is gone were discarded",
+                metadata: ["count": "\(discarded.count)", "reason": "\(reason)"]
+            )
+        }
+        return discarded
+    }
+
+    /// Deletes delivered and discarded jobs last changed before `date`. Returns how many.
+    ///
+    /// A delivered job is what tells ``enqueue(_:)`` that the same content dropped again needs no
+    /// upload; once it is pruned, such a copy is uploaded again (harmless: the API answers 200 to
+    /// a known idempotency key).
+    @discardableResult
+    public func pruneFinished(before date: Date) throws(StoreError) -> Int {
+        try write("pruning finished jobs") { db in
+            try db.execute(
+                sql: "DELETE FROM job WHERE state IN ('delivered', 'discarded') AND updatedAt < ?",
+                arguments: [date.storeMilliseconds]
+            )
+            return db.changesCount
+        }
+    }
+}

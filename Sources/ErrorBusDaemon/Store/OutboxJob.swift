@@ -1,0 +1,58 @@
+public import Foundation
+
+/// A durable outbox job: one file to upload with `PUT /v1/items/{id}`.
+public struct OutboxJob: Sendable, Equatable {
+    /// The content's idempotency key (hex SHA-256). Unique in the store.
+    public var id: String
+    /// The service that owns the job, e.g. `"sync"`.
+    public var service: String
+    public var fileName: String
+    public var path: String
+    public var size: Int64
+    public var state: JobState
+    /// Failed attempts so far: each ``JobStore/markQueued(_:lastError:)`` and
+    /// ``JobStore/markDeadLettered(_:reason:incident:)`` counts one.
+    public var attempts: Int
+    /// What the last failed attempt met, for operators.
+    public var lastError: String?
+    /// The incident the job is parked or dead-lettered under.
+    public var incident: UInt64?
+    /// Why the job was dead-lettered or discarded.
+    public var reason: String?
+    /// When the job was enqueued (millisecond precision, as stored).
+    public var createdAt: Date
+    /// When the job last changed.
+    public var updatedAt: Date
+    /// When the job was recorded delivered.
+    public var deliveredAt: Date?
+
+    public init(
+        id: String,
+        service: String,
+        fileName: String,
+        path: String,
+        size: Int64,
+        state: JobState,
+        attempts: Int = 0,
+        lastError: String? = nil,
+        incident: UInt64? = nil,
+        reason: String? = nil,
+        createdAt: Date,
+        updatedAt: Date,
+        deliveredAt: Date? = nil
+    ) {
+        self.id = id
+        self.service = service
+        self.fileName = fileName
+        self.path = path
+        self.size = size
+        self.state = state
+        self.attempts = attempts
+        self.lastError = lastError
+        self.incident = incident
+        self.reason = reason
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.deliveredAt = deliveredAt
+    }
+}

@@ -1,0 +1,85 @@
+import GRDB
+
+/// The store's schema, as named migrations.
+///
+/// Append only: a migration that has shipped is never edited or removed; a change is a new
+/// migration at the end. New migrations only add tables, columns (with defaults) and indexes, so
+/// an older errorbusd can still run on a database a newer one migrated (it logs a warning).
+///
+/// Dates are INTEGER milliseconds since 1970 (`datetime(createdAt / 1000, 'unixepoch')` in
+/// `sqlite3`).
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+
+        // Outbox jobs. `seq` (the rowid) is the insertion order, so "oldest first" is a walk of the
+        // `job_state` index, whose entries end with the rowid: `WHERE state = ? ORDER BY seq`
+        // needs no sort. `id` is the idempotency key and is unique.
+        migrator.registerMigration("1 jobs") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE job (
+                        seq INTEGER PRIMARY KEY,
+                        id TEXT NOT NULL UNIQUE,
+                        service TEXT NOT NULL,
+                        fileName TEXT NOT NULL,
+                        path TEXT NOT NULL,
+                        size INTEGER NOT NULL,
+                        state TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        lastError TEXT,
+                        incident INTEGER,
+                        reason TEXT,
+                        createdAt INTEGER NOT NULL,
+                        updatedAt INTEGER NOT NULL,
+                        deliveredAt INTEGER
+                    );
+                    CREATE INDEX job_state ON job(state);
+                    """
+            )
+        }
+
+        // Incident history, one row per incident id, updated as the incident progresses.
+        migrator.registerMigration("2 incidents") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE incident (
+                        id INTEGER PRIMARY KEY,
+                        service TEXT NOT NULL,
+                        category TEXT NOT NULL,
+                        categoryDetail TEXT NOT NULL,
+                        scope TEXT NOT NULL,
+                        cause TEXT NOT NULL,
+                        title TEXT NOT NULL,
+                        message TEXT NOT NULL,
+                        next TEXT,
+                        state TEXT NOT NULL,
+                        failures INTEGER NOT NULL,
+                        parked INTEGER NOT NULL,
+                        released INTEGER NOT NULL,
+                        deadLettered INTEGER NOT NULL,
+                        resolution TEXT,
+                        openedAt INTEGER NOT NULL,
+                        updatedAt INTEGER NOT NULL,
+                        closedAt INTEGER
+                    );
+                    """
+            )
+        }
+
+        // What the loader knows of each remote resource.
+        migrator.registerMigration("3 resources") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE resource (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        etag TEXT,
+                        updatedAt INTEGER NOT NULL
+                    );
+                    """
+            )
+        }
+
+        return migrator
+    }
+}

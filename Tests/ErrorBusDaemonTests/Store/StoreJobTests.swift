@@ -1,0 +1,187 @@
+import ErrorBusDaemon
+import Foundation
+import Testing
+
+@Suite struct StoreJobTests {
+    @Test func enqueueInsertsQueuedJobsAndReturnsThemAsStored() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            let new = StoreTestDirectory.newJobs(3)
+            let result = try store.enqueue(new)
+            #expect(result.duplicates.isEmpty)
+            #expect(result.inserted.map(\.id) == new.map(\.id))
+            for (job, given) in zip(result.inserted, new) {
+                #expect(job.state == .queued)
+                #expect(job.service == "sync")
+                #expect(job.fileName == given.fileName && job.path == given.path && job.size == given.size)
+                #expect(job.attempts == 0 && job.lastError == nil && job.incident == nil && job.reason == nil)
+                #expect(job.deliveredAt == nil && job.createdAt == job.updatedAt)
+                #expect(try store.job(job.id) == job)
+            }
+            #expect(try store.job("unknown") == nil)
+            #expect(try store.enqueue([]) == EnqueueResult(inserted: [], duplicates: []))
+        }
+    }
+
+    @Test func aKnownIdIsNotInsertedTwiceAndTheCallerLearnsWhatItIs() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            let first = StoreTestDirectory.newJobs(2)
+            _ = try store.enqueue(first)
+            try store.markDelivered([first[0].id])
+
+            // The same contents dropped again under other names, plus one new file given twice.
+            var again = first.map { job in
+                var copy = job
+                copy.fileName = "copy-" + job.fileName
+                copy.path = "/var/spool/errorbusd/outbox/copy-" + job.fileName
+                return copy
+            }
+            let fresh = NewJob(id: "fresh", service: "sync", fileName: "fresh.json", path: "/o/fresh.json", size: 1)
+            again += [fresh, fresh]
+            let result = try store.enqueue(again)
+
+            #expect(result.inserted.map(\.id) == ["fresh"])
+            #expect(result.duplicates.map(\.new) == [again[0], again[1], fresh])
+            #expect(result.duplicates.map(\.existing.state) == [.delivered, .queued, .queued])
+            #expect(result.duplicates[0].existing.path == first[0].path)
+            #expect(result.alreadyDelivered == [again[0]])
+            #expect(try store.counts().total == 3)
+        }
+    }
+
+    @Test func nextQueuedIsOldestFirstSkipsExcludedAndOnlyQueued() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            // Several transactions within one millisecond: the order is the insertion order.
+            for batch in 0..<3 { _ = try store.enqueue(StoreTestDirectory.newJobs(4, prefix: "b\(batch)")) }
+            #expect(try store.nextQueued(limit: 5).map(\.id) == ["b0-0", "b0-1", "b0-2", "b0-3", "b1-0"])
+            #expect(try store.nextQueued(limit: 3, excluding: ["b0-0", "b0-2"]).map(\.id) == ["b0-1", "b0-3", "b1-0"])
+            #expect(try store.nextQueued(limit: 0).isEmpty)
+
+            try store.markInFlight(["b0-0", "b0-1"])
+            try store.markParked("b0-2", incident: 1)
+            try store.markDeadLettered("b0-3", reason: "bad", incident: 2)
+            #expect(try store.nextQueued(limit: 2).map(\.id) == ["b1-0", "b1-1"])
+            // A job queued again keeps its place.
+            try store.markQueued("b0-0", lastError: "timeout")
+            #expect(try store.nextQueued(limit: 2).map(\.id) == ["b0-0", "b1-0"])
+            #expect(try store.nextQueued(limit: 100).count == 9)
+        }
+    }
+
+    @Test func eachTransitionSetsItsFieldsAndOnlyFromTheStatesThatAllowIt() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try store.enqueue(StoreTestDirectory.newJobs(6))
+
+            #expect(try store.markInFlight(["job-0", "job-1", "job-2", "missing"]) == 3)
+            #expect(try store.markInFlight("job-0") == false)  // already in flight
+            #expect(try store.job("job-0")?.state == .inFlight)
+
+            #expect(try store.markParked("job-0", incident: 41))
+            var job = try #require(try store.job("job-0"))
+            #expect(job.state == .parked && job.incident == 41 && job.attempts == 0)
+
+            #expect(try store.markQueued("job-0", lastError: "connection refused"))
+            job = try #require(try store.job("job-0"))
+            #expect(job.state == .queued && job.incident == nil && job.attempts == 1 && job.lastError == "connection refused")
+
+            #expect(try store.markDeadLettered("job-1", reason: "422: missing field", incident: 42))
+            job = try #require(try store.job("job-1"))
+            #expect(job.state == .deadLettered && job.reason == "422: missing field" && job.incident == 42 && job.attempts == 1)
+            #expect(try store.markParked("job-1", incident: 1) == false)
+            #expect(try store.markQueued("job-1", lastError: nil) == false)
+
+            #expect(try store.markDelivered(["job-2", "job-2", "missing"]) == 1)
+            job = try #require(try store.job("job-2"))
+            #expect(job.state == .delivered && job.deliveredAt == job.updatedAt && job.deliveredAt != nil)
+            // Final: nothing moves it again.
+            #expect(try store.markQueued("job-2", lastError: "late") == false)
+            #expect(try store.markDiscarded("job-2") == false)
+            #expect(try store.markDeadLettered("job-2", reason: "late", incident: nil) == false)
+            #expect(try store.markInFlight("job-2") == false)
+
+            // Discarding keeps a dead letter's reason unless given another.
+            #expect(try store.markDiscarded("job-1"))
+            #expect(try store.job("job-1")?.reason == "422: missing field")
+            #expect(try store.markDiscarded("job-3", reason: "operator: obsolete"))
+            #expect(try store.job("job-3")?.reason == "operator: obsolete")
+            #expect(try store.markDiscarded("job-3") == false)
+            // …but delivery is a fact even after a discard.
+            #expect(try store.markDelivered(["job-3"]) == 1)
+
+            #expect(try store.markParked("missing", incident: 1) == false)
+            #expect(try store.counts() == JobCounts([.queued: 3, .inFlight: 0, .delivered: 2, .discarded: 1]))
+        }
+    }
+
+    @Test func countsAndPagesByServiceAndState() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            _ = try store.enqueue([NewJob(id: "other", service: "loader", fileName: "x", path: "/x", size: 1)])
+            try store.markInFlight(["job-1", "job-3"])
+
+            let counts = try store.counts()
+            #expect(counts.queued == 4 && counts.inFlight == 2 && counts.total == 6 && counts.pending == 6)
+            #expect(try store.counts(service: "loader") == JobCounts([.queued: 1]))
+
+            #expect(try store.jobs(offset: 0, limit: 4).map(\.id) == ["job-0", "job-1", "job-2", "job-3"])
+            #expect(try store.jobs(offset: 4, limit: 4).map(\.id) == ["job-4", "other"])
+            #expect(try store.jobs(service: "sync", state: .queued).map(\.id) == ["job-0", "job-2", "job-4"])
+            #expect(try store.jobs(state: .inFlight, offset: 1, limit: 1).map(\.id) == ["job-3"])
+            #expect(try store.jobs(service: "loader").map(\.id) == ["other"])
+        }
+    }
+
+    @Test func jobsInFlightOrParkedAtAStopAreQueuedAgainAtTheNextStart() async throws {
+        try await StoreTestDirectory.with { directory in
+            let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            try store.markInFlight(["job-0", "job-1"])
+            try store.markParked("job-2", incident: 9)
+            try store.markDeadLettered("job-3", reason: "bad", incident: 10)
+            try await store.close()
+
+            let restarted = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            #expect(try restarted.requeueInterrupted() == 3)
+            #expect(try restarted.counts() == JobCounts([.queued: 4, .deadLettered: 1]))
+            #expect(try restarted.job("job-2")?.incident == nil)
+            #expect(try restarted.job("job-3")?.incident == 10)
+            #expect(try restarted.requeueInterrupted() == 0)
+            try await restarted.close()
+        }
+    }
+
+    @Test func pendingJobsWhoseFileIsGoneAreDiscardedAtReconciliation() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            try store.markDelivered(["job-0"])
+            try store.markParked("job-1", incident: 1)
+            try store.markDeadLettered("job-2", reason: "bad", incident: 2)
+
+            var asked: [String] = []
+            let discarded = try store.reconcileFiles { job in
+                asked.append(job.id)
+                return job.id == "job-4"
+            }
+            // Delivered jobs are not looked at; every pending one is.
+            #expect(asked == ["job-1", "job-2", "job-3", "job-4"])
+            #expect(discarded.map(\.id) == ["job-1", "job-2", "job-3"])
+            #expect(discarded.allSatisfy { $0.state == .discarded && $0.reason?.contains("file was gone") == true })
+            #expect(try discarded.allSatisfy { try store.job($0.id) == $0 })
+            #expect(try store.counts() == JobCounts([.delivered: 1, .discarded: 3, .queued: 1]))
+        }
+    }
+
+    @Test func pruningDeletesOnlyFinishedJobsOlderThanTheDate() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try store.enqueue(StoreTestDirectory.newJobs(4))
+            try store.markDelivered(["job-0"])
+            try store.markDiscarded("job-1")
+            try store.markDeadLettered("job-2", reason: "bad", incident: nil)
+
+            #expect(try store.pruneFinished(before: Date().addingTimeInterval(-3_600)) == 0)
+            #expect(try store.pruneFinished(before: Date().addingTimeInterval(1)) == 2)
+            #expect(try store.counts() == JobCounts([.deadLettered: 1, .queued: 1]))
+            // Pruned content is new again.
+            #expect(try store.enqueue(StoreTestDirectory.newJobs(1)).inserted.count == 1)
+        }
+    }
+}

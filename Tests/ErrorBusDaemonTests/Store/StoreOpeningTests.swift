@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import InMemoryLogging
+import Logging
+import Testing
+
+@testable import ErrorBusDaemon
+
+@Suite struct StoreOpeningTests {
+    @Test func createsItsDirectoryPrivateAndMigratesAnEmptyDatabase() async throws {
+        let logs = InMemoryLogHandler()
+        try await StoreTestDirectory.withStore(logs: logs) { store, directory in
+            var status = stat()
+            #expect(stat(directory, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700)
+            #expect(store.path == directory + "/errorbusd.sqlite")
+
+            let (tables, migrations, journalMode) = try await store.pool.read { db in
+                (
+                    try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name"),
+                    try StoreSchema.migrator.appliedIdentifiers(db),
+                    try String.fetchOne(db, sql: "PRAGMA journal_mode")
+                )
+            }
+            #expect(tables == ["incident", "job", "resource"])
+            #expect(migrations == Set(StoreSchema.migrator.migrations))
+            #expect(journalMode == "wal")
+            #expect(try store.checkIntegrity() == ["ok"])
+            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources" })
+        }
+    }
+
+    @Test func reopeningKeepsEverythingAndMigratesNothing() async throws {
+        try await StoreTestDirectory.with { directory in
+            let first = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            _ = try first.enqueue(StoreTestDirectory.newJobs(3))
+            try first.setETag("\"v1\"", forResource: "catalog")
+            try await first.close()
+
+            let logs = InMemoryLogHandler()
+            let second = try JobStore(directory: directory, logger: StoreTestDirectory.logger(logs))
+            #expect(try second.counts().queued == 3)
+            #expect(try second.etag(forResource: "catalog") == "\"v1\"")
+            #expect(logs.entries.contains { $0.metadata["migrations"] == "none" })
+            try await second.close()
+        }
+    }
+
+    @Test(arguments: [(StoreDurability.processCrash, 1), (.powerLoss, 2)])
+    func durabilitySetsTheWritersSynchronousMode(durability: StoreDurability, pragma: Int) async throws {
+        try await StoreTestDirectory.withStore(durability: durability) { store, _ in
+            #expect(store.durability == durability)
+            let synchronous = try await store.pool.writeWithoutTransaction { db in
+                try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            #expect(synchronous == pragma)
+        }
+    }
+
+    @Test func aSecondStoreOnTheSameDirectoryIsRefusedUntilTheFirstCloses() async throws {
+        try await StoreTestDirectory.withStore { store, directory in
+            let error = #expect(throws: StoreError.self) {
+                _ = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            }
+            #expect(error?.isInUse == true)
+            #expect(error?.isFatal == true)
+            #expect(error?.description.contains(directory) == true)
+
+            try await store.close()
+            let again = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            try await again.close()
+        }
+    }
+
+    @Test func aDamagedDatabaseSaysWhatToDo() async throws {
+        try await StoreTestDirectory.with { directory in
+            let path = directory + "/errorbusd.sqlite"
+            try Data(repeating: 0x42, count: 8_192).write(to: URL(fileURLWithPath: path))
+            let error = #expect(throws: StoreError.self) {
+                _ = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            }
+            #expect(error?.isCorrupt == true)
+            #expect(error?.isFatal == true)
+            #expect(error?.path == path)
+            #expect(error?.description.contains("move errorbusd.sqlite and its -wal and -shm files aside") == true)
+        }
+    }
+
+    @Test func aStateDirectoryThatIsAFileOrHasNoParentIsNamed() async throws {
+        try await StoreTestDirectory.with { directory in
+            let file = directory + "/file"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+            let notADirectory = #expect(throws: StoreError.self) {
+                _ = try JobStore(directory: file, logger: StoreTestDirectory.logger())
+            }
+            #expect(notADirectory?.description.contains(file) == true)
+            #expect(notADirectory?.isFatal == true)
+
+            let orphan = directory + "/missing/state"
+            let noParent = #expect(throws: StoreError.self) {
+                _ = try JobStore(directory: orphan, logger: StoreTestDirectory.logger())
+            }
+            #expect(noParent?.description.contains(orphan) == true)
+            #expect(noParent?.description.contains("No such file or directory") == true)
+        }
+    }
+
+    @Test func aClosedStoreRefusesWorkAndClosesOnce() async throws {
+        try await StoreTestDirectory.with { directory in
+            let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            _ = try store.enqueue(StoreTestDirectory.newJobs(1))
+            try await store.close()
+            try await store.close()
+
+            let enqueue = #expect(throws: StoreError.self) { try store.enqueue(StoreTestDirectory.newJobs(1, prefix: "late")) }
+            #expect(enqueue?.isClosed == true)
+            #expect(enqueue?.isFatal == false)
+            let read = #expect(throws: StoreError.self) { try store.counts() }
+            #expect(read?.isClosed == true)
+            await #expect(throws: StoreError.self) { try await store.markDelivered("job-0") }
+
+            // Closing checkpointed the WAL into the database and truncated it.
+            let wal = (try? FileManager.default.attributesOfItem(atPath: directory + "/errorbusd.sqlite-wal"))?[.size] as? Int
+            #expect(wal == nil || wal == 0)
+        }
+    }
+}

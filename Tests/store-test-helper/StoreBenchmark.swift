@@ -1,0 +1,146 @@
+import ErrorBusDaemon
+import Foundation
+import Logging
+
+/// Measures the job store on real files and prints one line per figure, for both durability
+/// settings: enqueue in batches of 1,000, `nextQueued` with 100,000 jobs queued, the database's
+/// size per 100,000 jobs, single-row transactions, and `markDelivered` one transaction per call
+/// and batched.
+///
+/// Run in a release build: `scripts/bench-store`.
+struct StoreBenchmark {
+    var directory: String
+
+    private static let jobs = 100_000
+    private let clock = ContinuousClock()
+
+    @concurrent
+    func run() async throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        Output.line("store-test-helper bench: \(Self.jobs) jobs, directory \(directory)")
+        for durability in [StoreDurability.processCrash, .powerLoss] {
+            try await measure(durability)
+        }
+    }
+
+    private func measure(_ durability: StoreDurability) async throws {
+        let directory = self.directory + "/" + (durability == .processCrash ? "process-crash" : "power-loss")
+        try? FileManager.default.removeItem(atPath: directory)
+        var logger = Logger(label: "store-test-helper")
+        logger.logLevel = .warning
+        Output.line("")
+        Output.line("durability \(durability)")
+
+        let store = try JobStore(directory: directory, durability: durability, logger: logger)
+
+        // Enqueue: 100 transactions of 1,000 new jobs.
+        let ids = (0..<Self.jobs).map { String(format: "%064x", $0 &* 2_654_435_761) }
+        var batchTimes: [Duration] = []
+        for start in stride(from: 0, to: Self.jobs, by: 1_000) {
+            let batch = ids[start..<start + 1_000].map { id in
+                NewJob(
+                    id: id,
+                    service: "sync",
+                    fileName: "item-\(id.suffix(12)).json",
+                    path: "/var/spool/errorbusd/outbox/item-\(id.suffix(12)).json",
+                    size: 4_096
+                )
+            }
+            batchTimes.append(try clock.measure { _ = try store.enqueue(batch) })
+        }
+        report("enqueue, batches of 1,000", count: Self.jobs, times: batchTimes, per: 1_000)
+
+        // nextQueued with 100,000 queued, with and without 100 ids excluded.
+        let excluded = Set(ids.prefix(100))
+        var plain: [Duration] = []
+        var excluding: [Duration] = []
+        for _ in 0..<500 {
+            plain.append(try clock.measure { _ = try store.nextQueued(limit: 100) })
+            excluding.append(try clock.measure { _ = try store.nextQueued(limit: 100, excluding: excluded) })
+        }
+        Output.line("nextQueued(limit: 100), \(Self.jobs) queued: p50 \(micro(median(plain))) µs, p99 \(micro(percentile(plain, 0.99))) µs")
+        Output.line("nextQueued(limit: 100, excluding 100), \(Self.jobs) queued: p50 \(micro(median(excluding))) µs")
+        let counts = try clock.measure { _ = try store.counts() }
+        Output.line("counts() with \(Self.jobs) jobs: \(micro(counts)) µs")
+
+        // Size: close (which checkpoints and truncates the WAL) and look at the file.
+        try await store.close()
+        Output.line("database size, \(Self.jobs) queued jobs: \(size(directory)) bytes (\(size(directory) / Self.jobs) bytes/job)")
+        let reopened = try JobStore(directory: directory, durability: durability, logger: logger)
+
+        // One transaction per call.
+        let single = Array(ids[0..<5_000])
+        let inFlight = try clock.measure { for id in single { try reopened.markInFlight(id) } }
+        report("markInFlight(id), one transaction each", count: single.count, total: inFlight)
+        let perCall = try clock.measure { for id in single { try reopened.markDelivered([id]) } }
+        report("markDelivered([id]), one transaction each", count: single.count, total: perCall)
+
+        // Batched, one caller awaiting each completion in turn: a lone completion's latency.
+        let sequential = Array(ids[5_000..<10_000])
+        let sequentialTime = try await clock.measure { for id in sequential { try await reopened.markDelivered(id) } }
+        report("markDelivered(id) batched, 1 caller in turn", count: sequential.count, total: sequentialTime)
+
+        // Batched, 64 concurrent callers (uploads completing together).
+        let concurrent = Array(ids[10_000..<60_000])
+        let before = reopened.deliveryStatistics
+        let concurrentTime = try await clock.measure {
+            try await withThrowingDiscardingTaskGroup { group in
+                for lane in 0..<64 {
+                    group.addTask {
+                        for index in stride(from: lane, to: concurrent.count, by: 64) {
+                            try await reopened.markDelivered(concurrent[index])
+                        }
+                    }
+                }
+            }
+        }
+        let after = reopened.deliveryStatistics
+        let transactions = after.transactions - before.transactions
+        report(
+            "markDelivered(id) batched, 64 concurrent callers",
+            count: concurrent.count,
+            total: concurrentTime,
+            note: "\(transactions) transactions, \(concurrent.count / max(1, transactions)) completions each on average, largest \(after.largestBatch)"
+        )
+        try await reopened.close()
+        Output.line("database size, \(Self.jobs) jobs of which 60,000 delivered: \(size(directory)) bytes")
+    }
+
+    // MARK: Figures
+
+    private func report(_ name: String, count: Int, times: [Duration], per: Int) {
+        let total = times.reduce(Duration.zero, +)
+        Output.line(
+            "\(name): \(rate(count, total)) jobs/s; one batch p50 \(milli(median(times))) ms, p99 \(milli(percentile(times, 0.99))) ms"
+        )
+    }
+
+    private func report(_ name: String, count: Int, total: Duration, note: String? = nil) {
+        Output.line("\(name): \(rate(count, total)) calls/s (\(micro(total / count)) µs each)\(note.map { "; \($0)" } ?? "")")
+    }
+
+    private func rate(_ count: Int, _ total: Duration) -> String {
+        let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
+        return String(Int((Double(count) / seconds).rounded()))
+    }
+
+    private func median(_ times: [Duration]) -> Duration { percentile(times, 0.5) }
+
+    private func percentile(_ times: [Duration], _ fraction: Double) -> Duration {
+        let sorted = times.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+    }
+
+    private func micro(_ duration: Duration) -> String {
+        String(format: "%.1f", Double(duration.components.attoseconds) / 1e12 + Double(duration.components.seconds) * 1e6)
+    }
+
+    private func milli(_ duration: Duration) -> String {
+        String(format: "%.2f", Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1e3)
+    }
+
+    private func size(_ directory: String) -> Int {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + JobStore.databaseFileName)
+        return (attributes?[.size] as? Int) ?? -1
+    }
+}
