@@ -201,12 +201,12 @@ public final class JobStore: Sendable {
     private static func prepareDirectory(_ directory: String) throws(SystemCallError) {
         if let status = try StoreSyscalls.stat(directory) {
             guard status.st_mode & S_IFMT == S_IFDIR else {
-                throw SystemCallError(call: "stat", errno: ENOTDIR, path: directory)
+                throw SystemCallError(call: "stat", errnoCode: ENOTDIR, path: directory)
             }
         } else {
             do {
                 try StoreSyscalls.mkdir(directory, mode: 0o700)
-            } catch where error.errno == EEXIST {
+            } catch where error.errnoCode == EEXIST {
                 // Created meanwhile by someone else: fine.
             }
         }

@@ -32,14 +32,14 @@ extension StoreError {
     init(systemCall error: SystemCallError, action: String) {
         let detail = "\(error.call): \(error.reason)"
         let code: Code =
-            switch error.errno {
+            switch error.errnoCode {
             case EACCES, EPERM: .permissionDenied
             case EROFS: .readOnly
             case ENOSPC, EDQUOT: .diskFull
             case EWOULDBLOCK: .inUse
             default: .cannotOpen
             }
-        self.init(code, path: error.path, action: action, detail: detail)
+        self.init(code, path: error.path ?? "", action: action, detail: detail)
     }
 
     /// An SQLite error: its result code, and for I/O errors the free space left, say which kind of
@@ -92,7 +92,7 @@ extension StoreError {
             try StoreSyscalls.access(directory, R_OK | W_OK | X_OK)
             return nil
         } catch {
-            switch error.errno {
+            switch error.errnoCode {
             case EACCES, EPERM: return .permissionDenied
             case EROFS: return .readOnly
             default: return nil

@@ -25,7 +25,7 @@ final class StoreLock: Sendable {
             do {
                 try StoreSyscalls.flock(descriptor, LOCK_EX | LOCK_NB, path: path)
                 break
-            } catch where error.errno == EWOULDBLOCK && ContinuousClock.now < deadline {
+            } catch where error.errnoCode == EWOULDBLOCK && ContinuousClock.now < deadline {
                 usleep(10_000)
             } catch {
                 StoreSyscalls.close(descriptor)

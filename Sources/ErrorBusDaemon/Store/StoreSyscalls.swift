@@ -1,40 +1,19 @@
 import Glibc
 
-/// A system call the store made itself failed.
-struct SystemCallError: Error, Sendable {
-    /// The call's name, e.g. `"mkdir"`.
-    var call: String
-    var errno: CInt
-    /// The path it was about.
-    var path: String
-
-    /// `strerror(errno)`.
-    var reason: String { String(cString: strerror(errno)) }
-}
-
 // The C functions whose names are also the names of their structures.
 private let sysStat: @convention(c) (UnsafePointer<CChar>, UnsafeMutablePointer<stat>) -> CInt = stat
 private let sysFlock: @convention(c) (CInt, CInt) -> CInt = flock
 private let sysStatvfs: @convention(c) (UnsafePointer<CChar>, UnsafeMutablePointer<statvfs>) -> CInt = statvfs
 
 /// One wrapper per system call the store makes itself (the state directory, its lock, free
-/// space). Each retries `EINTR` and turns -1 into a ``SystemCallError`` carrying `errno`.
+/// space), through ``SystemCall/check(_:path:retryingInterrupted:_:)``.
 enum StoreSyscalls {
-    @inline(__always)
     private static func check<T: FixedWidthInteger>(
         _ call: StaticString,
         path: String,
         _ body: () -> T
     ) throws(SystemCallError) -> T {
-        while true {
-            let result = body()
-            if result == -1 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                throw SystemCallError(call: call.description, errno: code, path: path)
-            }
-            return result
-        }
+        try SystemCall.check(call, path: path, body)
     }
 
     /// `mkdir(2)`.
@@ -47,7 +26,7 @@ enum StoreSyscalls {
         var status = Glibc.stat()
         do {
             _ = try check("stat", path: path) { sysStat(path, &status) }
-        } catch where error.errno == ENOENT {
+        } catch where error.errnoCode == ENOENT {
             return nil
         }
         return status

@@ -36,7 +36,7 @@ import Testing
 
     @Test func systemCallErrorsNameThePath() {
         func classify(_ code: CInt) -> StoreError {
-            StoreError(systemCall: SystemCallError(call: "open", errno: code, path: "/var/lib/errorbusd/errorbusd.lock"), action: "opening the job store")
+            StoreError(systemCall: SystemCallError(call: "open", errnoCode: code, path: "/var/lib/errorbusd/errorbusd.lock"), action: "opening the job store")
         }
         let denied = classify(EACCES)
         #expect(denied.isPermissionDenied && denied.isFatal)

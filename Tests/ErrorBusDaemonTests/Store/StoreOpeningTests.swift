@@ -10,9 +10,8 @@ import Testing
     @Test func createsItsDirectoryPrivateAndMigratesAnEmptyDatabase() async throws {
         let logs = InMemoryLogHandler()
         try await StoreTestDirectory.withStore(logs: logs) { store, directory in
-            var status = stat()
-            #expect(stat(directory, &status) == 0)
-            #expect(status.st_mode & 0o777 == 0o700)
+            let permissions = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+            #expect(permissions == 0o700)
             #expect(store.path == directory + "/errorbusd.sqlite")
 
             let (tables, migrations, journalMode) = try await store.pool.read { db in

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The one place the Network module calls the kernel through (STYLE practice 6, in the shape of
+/// The one place the daemon calls the kernel through (STYLE practice 6, in the shape of
 /// swift-nio's `syscall` in `NIOPosix/System.swift`): `-1` becomes a ``SystemCallError`` with
 /// `errno` and the call's name, and `EINTR` is retried.
 enum SystemCall {
@@ -13,9 +13,12 @@ enum SystemCall {
     ///
     /// - Parameter retryingInterrupted: retry on `EINTR` (default). `close` must not be retried
     ///   on Linux: the descriptor is gone whatever it returned.
+    /// - Parameter path: The file the call concerns, for the error's message.
     @inline(never)
+    @discardableResult
     static func check<T: FixedWidthInteger>(
         _ call: StaticString,
+        path: String? = nil,
         retryingInterrupted: Bool = true,
         _ body: () -> T
     ) throws(SystemCallError) -> T {
@@ -24,7 +27,7 @@ enum SystemCall {
             guard result == -1 else { return result }
             let code = errno
             if code == EINTR && retryingInterrupted { continue }
-            throw SystemCallError(call: call.description, errnoCode: code)
+            throw SystemCallError(call: call.description, errnoCode: code, path: path)
         }
     }
 
