@@ -117,6 +117,7 @@ let package = Package(
                 "ErrorBus",
                 "ErrorBusTesting",
                 "Sandbox",
+                "TestSupport",
                 "errorbusd",
                 "errorbus-sandbox",
                 "network-test-helper",
@@ -126,6 +127,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -134,6 +136,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+
+        // Child processes for tests that run the real binaries: spawned with posix_spawn, their
+        // output collected as it arrives, awaited without sleeping.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         // MARK: systemd
 
@@ -166,6 +172,7 @@ let package = Package(
             dependencies: [
                 "Systemd",
                 "systemd-test-helper",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

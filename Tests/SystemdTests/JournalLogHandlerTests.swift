@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import Systemd
 import Testing
+import TestSupport
 
 /// The journal `LogHandler` against a real systemd-journald, read back with journalctl.
 @Suite struct JournalLogHandlerTests {

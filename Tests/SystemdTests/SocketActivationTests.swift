@@ -1,5 +1,6 @@
 import Systemd
 import Testing
+import TestSupport
 
 /// Socket activation with the real `systemd-socket-activate`, which binds the sockets, waits for
 /// a connection, then execs the helper with them as descriptors 3 and 4.

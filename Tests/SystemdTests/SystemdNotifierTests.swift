@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Systemd
 import Testing
+import TestSupport
 
 /// `sd_notify`: in process against a datagram socket the test owns (``SystemdNotifier/init(socketPath:)``),
 /// and in a child process through `$NOTIFY_SOCKET` and libsystemd (``SystemdNotifier/init()``).

@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import ErrorBusDaemon
@@ -18,8 +19,8 @@ struct NetworkChangeMonitorTests {
 
     /// Root, `unshare`, `nsenter` and `ip`: what a namespace of the test's own needs.
     static let namespaceTools: (unshare: String, nsenter: String, ip: String)? = {
-        guard geteuid() == 0, let unshare = SpawnedProcess.find("unshare"), let nsenter = SpawnedProcess.find("nsenter"),
-            let ip = SpawnedProcess.find("ip")
+        guard geteuid() == 0, let unshare = ChildProcess.find("unshare"), let nsenter = ChildProcess.find("nsenter"),
+            let ip = ChildProcess.find("ip")
         else { return nil }
         return (unshare, nsenter, ip)
     }()
@@ -41,9 +42,9 @@ struct NetworkChangeMonitorTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
 
-        let helper = try SpawnedProcess(tools.unshare, ["--net", Self.helperPath, "500"])
-        defer { helper.terminate(signal: SIGKILL) }
-        guard await helper.waitForOutput(containing: "Watching network changes") else {
+        let helper = try ChildProcess(tools.unshare, ["--net", Self.helperPath, "500"])
+        defer { helper.signal(SIGKILL) }
+        guard await helper.waitForStandardOutput(containing: "Watching network changes") else {
             let finished = await helper.waitForExit()
             Issue.record("the helper did not start watching: status \(finished.status), \(finished.standardOutput) \(finished.standardError)")
             return
@@ -53,11 +54,11 @@ struct NetworkChangeMonitorTests {
         func burst(_ number: Int, _ commands: [String]) async throws {
             let file = directory.appendingPathComponent("burst-\(number)").path
             try (commands.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-            let ran = try await SpawnedProcess.run(
+            let ran = try await ChildProcess.run(
                 tools.nsenter, ["--target", "\(helper.processIdentifier)", "--net", tools.ip, "-batch", file]
             )
             try #require(ran.status == 0, "ip -batch: \(ran.standardError)")
-            #expect(await helper.waitForOutput(containing: "change \(number) "))
+            #expect(await helper.waitForStandardOutput(containing: "change \(number) "))
         }
         try await burst(1, [
             "link set lo up",

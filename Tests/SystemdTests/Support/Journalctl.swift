@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// One journal entry as `journalctl -o json` prints it.
 struct JournalRecord: Sendable {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import TestSupport
 
 /// The real systemd-journald the journal tests write to and read back with journalctl.
 enum Journald {

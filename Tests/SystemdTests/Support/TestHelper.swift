@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The `systemd-test-helper` executable, built next to the test binary.
 enum TestHelper {

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 
 /// A loopback port nothing listens on.
 enum ClosedPort {
@@ -6,7 +7,7 @@ enum ClosedPort {
     /// happens to bind it, which on a test machine's loopback is unlikely within the test.
     static func find() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw SpawnedProcess.Failure(call: "socket", errnoCode: errno) }
+        guard descriptor >= 0 else { throw ChildProcessError(description: "socket: errno \(errno)") }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -18,7 +19,7 @@ enum ClosedPort {
                 bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
             }
         }
-        guard bound else { throw SpawnedProcess.Failure(call: "bind", errnoCode: errno) }
+        guard bound else { throw ChildProcessError(description: "bind: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import Testing
+import TestSupport
 
 /// A TLS server on an ephemeral loopback port with a self-signed certificate generated for the
 /// test by `openssl`. It completes TLS handshakes (or fails them) and nothing else: the tests
@@ -15,13 +16,13 @@ struct SelfSignedTLSServer: Sendable {
     /// Generates a certificate for `subjectAltName` (e.g. `IP:127.0.0.1`), serves it while
     /// `body` runs, then stops and removes the files.
     static func with<R: Sendable>(subjectAltName: String, _ body: (SelfSignedTLSServer) async throws -> R) async throws -> R {
-        let openssl = try #require(SpawnedProcess.find("openssl"), "openssl is needed to make a test certificate")
+        let openssl = try #require(ChildProcess.find("openssl"), "openssl is needed to make a test certificate")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("errorbus-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let certificatePath = directory.appendingPathComponent("cert.pem").path
         let keyPath = directory.appendingPathComponent("key.pem").path
-        let generated = try await SpawnedProcess.run(
+        let generated = try await ChildProcess.run(
             openssl,
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

@@ -1,0 +1,79 @@
+public import Foundation
+import Glibc
+import Synchronization
+
+/// Waits, without polling, until a directory's visible entries satisfy a condition: inotify wakes
+/// the waiter on every creation, deletion or rename in the directory.
+public enum DirectoryWatcher {
+    /// Returns the directory's visible (not dot-) entries once `condition` holds for them.
+    @discardableResult
+    public static func wait(
+        for directory: String,
+        until condition: @escaping @Sendable ([String]) -> Bool
+    ) async throws -> [String] {
+        let descriptor = inotify_init1(CInt(IN_CLOEXEC))
+        guard descriptor >= 0 else { throw ChildProcessError.call("inotify_init1", errno) }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE)
+        guard inotify_add_watch(descriptor, directory, mask) >= 0 else {
+            let error = errno
+            close(descriptor)
+            throw ChildProcessError.call("inotify_add_watch(\(directory))", error)
+        }
+        // Listed after the watch exists, so no change between the two goes unseen.
+        let entries = try visibleEntries(of: directory)
+        if condition(entries) {
+            close(descriptor)
+            return entries
+        }
+        let cancelled = Mutex(false)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread {
+                    watch(descriptor, directory, until: condition, cancelled: cancelled, continuation)
+                }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+    }
+
+    /// Reads events until the condition holds or the waiter is cancelled (checked every 100 ms).
+    private static func watch(
+        _ descriptor: CInt,
+        _ directory: String,
+        until condition: @Sendable ([String]) -> Bool,
+        cancelled: borrowing Mutex<Bool>,
+        _ continuation: CheckedContinuation<[String], any Error>
+    ) {
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            if cancelled.withLock({ $0 }) {
+                continuation.resume(throwing: CancellationError())
+                return
+            }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                continuation.resume(throwing: ChildProcessError.call("read(inotify)", errno))
+                return
+            }
+            do {
+                let entries = try visibleEntries(of: directory)
+                if condition(entries) {
+                    continuation.resume(returning: entries)
+                    return
+                }
+            } catch {
+                continuation.resume(throwing: error)
+                return
+            }
+        }
+    }
+
+    static func visibleEntries(of directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { !$0.hasPrefix(".") }.sorted()
+    }
+}
