@@ -35,7 +35,7 @@ public struct SandboxServer: Service {
 
     /// Serves until graceful shutdown.
     public func run() async throws {
-        let state = SandboxState(configuration: configuration, clock: clock)
+        let state = SandboxState(configuration: configuration, clock: clock, logger: logger)
         let router = Router(context: BasicRequestContext.self)
         AdminAPI(state: state).register(on: router)
         router.add(middleware: FaultInjectionMiddleware(state: state))
@@ -52,8 +52,9 @@ public struct SandboxServer: Service {
             ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                logger.info("errorbus-sandbox listening", metadata: ["sandbox.port": "\(port)"])
+                // After `onListening` (which writes the port file): the line promises the file.
                 await onListening(port)
+                logger.info("errorbus-sandbox listening", metadata: ["sandbox.port": "\(port)"])
             },
             logger: logger
         )

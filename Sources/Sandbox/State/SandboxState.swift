@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// Everything the sandbox knows, shared by the connection handler, the API and the admin API.
@@ -17,10 +18,13 @@ final class SandboxState: Sendable {
     let resources: Mutex<ResourceStore>
     /// Request counters.
     let counters: Mutex<RequestCounters>
+    /// One debug line per counted request, so a test can wait for requests as they happen.
+    let logger: Logger
 
-    init(configuration: SandboxConfiguration, clock: SandboxClock) {
+    init(configuration: SandboxConfiguration, clock: SandboxClock, logger: Logger) {
         self.configuration = configuration
         self.clock = clock
+        self.logger = logger
         self.resources = Mutex(ResourceStore(seeds: configuration.resources))
         self.counters = Mutex(RequestCounters(recentCapacity: configuration.recentRequestCapacity))
     }
@@ -33,6 +37,7 @@ final class SandboxState: Sendable {
     /// Counts a request.
     func record(route: SandboxRoute, method: String, outcome: RequestOutcome, arrival: Duration) {
         counters.withLock { $0.record(route: route, method: method, outcome: outcome, arrival: arrival) }
+        logger.debug("request \(method) \(route.rawValue) \(outcome)")
     }
 
     /// Clears faults, counters and stored items (tokens and resources stay).
