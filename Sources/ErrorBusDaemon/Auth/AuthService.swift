@@ -1,0 +1,269 @@
+import AsyncHTTPClient
+import ErrorBus
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+
+/// Holds the OAuth 2.0 access token of the client-credentials grant (RFC 6749 §4.4): fetched at
+/// start, renewed before it expires, renewed once for the whole realm when the API rejects it.
+///
+/// Its own requests to the token endpoint run through the bus like any other work: an outage of
+/// the endpoint is an incident of its host, and rejected credentials reach the operator through
+/// the service's responder instead of becoming a loop of sign-ins.
+actor AuthService: Authenticator, Service {
+    /// What the service needs to know, from the daemon's configuration.
+    struct Settings: Sendable, Equatable {
+        var tokenURL: String
+        var host: String
+        var realm: String
+        var clientID: String
+        var clientSecret: String
+        var refreshMargin: Duration
+        var requestTimeout: Duration
+    }
+
+    /// The current access token.
+    struct Token: Sendable {
+        let value: String
+        let expiresAt: ContinuousClock.Instant
+    }
+
+    /// The outcome of one attempt to get a token.
+    enum Attempt: Sendable {
+        case token(Token)
+        case rejected(OperatorText)
+        case unavailable(String)
+    }
+
+    private var settings: Settings
+    private let http: HTTPClient
+    private let bus: ErrorBus
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    private var token: Token?
+    /// Callers waiting for the refresh under way; `nil` when none is.
+    private var waiters: [CheckedContinuation<Attempt, Never>]?
+    /// The last attempt's failure, for status displays.
+    private(set) var lastProblem: String?
+
+    init(settings: Settings, http: HTTPClient, bus: ErrorBus, logger: Logger) {
+        self.settings = settings
+        self.http = http
+        self.bus = bus
+        self.logger = logger
+    }
+
+    /// Connects the responder that keeps the token endpoint's refusals from opening a
+    /// re-authentication incident of their own.
+    func connectResponder() async {
+        await bus.connect(ClosureResponder { failure, _ in
+            switch failure.category.kind {
+            case .unauthenticated, .invalid:
+                // The token endpoint refused the credentials themselves: signing in again cannot
+                // help. The caller turns this into "credentials rejected, operator needed".
+                .handle(.cancel)
+            case .unreachable, .rateLimited, .transient, .fatal:
+                .pass
+            }
+        }, to: Self.service)
+    }
+
+    static let service = "auth"
+
+    /// Keeps the token fresh until graceful shutdown: a first token at start, then a new one
+    /// `refreshMargin` before the current one expires.
+    func run() async throws {
+        await connectResponder()
+        try await untilGracefulShutdown { try await self.keepFresh() }
+    }
+
+    private func keepFresh() async throws {
+        while !Task.isCancelled {
+            if let token {
+                let refreshAt = token.expiresAt.advanced(by: .zero - settings.refreshMargin)
+                if clock.now < refreshAt {
+                    try await clock.sleep(until: refreshAt)
+                    continue
+                }
+            }
+            switch await refresh() {
+            case .token:
+                // Work that waited for an operator after rejected credentials can go.
+                await bus.credentialsRenewed(realm: settings.realm)
+            case .rejected, .unavailable:
+                // Nothing to renew until the configuration changes or the bus asks again; look
+                // again in a while rather than hammering the endpoint.
+                try await clock.sleep(for: .seconds(60))
+            }
+        }
+    }
+
+    /// A valid access token for a request, fetching one if there is none or it is about to expire.
+    ///
+    /// - Throws: ``TokenUnavailable`` (an `unauthenticated` failure of the realm) when none can
+    ///   be had, so that the request joins the realm's re-authentication incident.
+    func accessToken() async throws(TokenUnavailable) -> String {
+        if let token, clock.now < token.expiresAt.advanced(by: .zero - settings.refreshMargin) {
+            return token.value
+        }
+        switch await refresh() {
+        case .token(let token): return token.value
+        case .rejected(let text): throw TokenUnavailable(realm: settings.realm, reason: text.message)
+        case .unavailable(let reason): throw TokenUnavailable(realm: settings.realm, reason: reason)
+        }
+    }
+
+    /// The token held now, whatever its expiry, without fetching one.
+    var currentToken: String? { token?.value }
+
+    /// The bus's re-authentication: a new token, whatever the current one's expiry says.
+    func reauthenticate(realm: String) async -> ReauthenticationResult {
+        token = nil
+        switch await refresh() {
+        case .token: return .renewed
+        case .rejected(let text): return .rejected(text)
+        case .unavailable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
+    /// Applies new settings (a reload). New credentials or a new endpoint mean a new token.
+    func update(_ settings: Settings) {
+        guard settings != self.settings else { return }
+        let credentialsChanged = settings.clientID != self.settings.clientID
+            || settings.clientSecret != self.settings.clientSecret
+            || settings.tokenURL != self.settings.tokenURL
+        self.settings = settings
+        if credentialsChanged { token = nil }
+    }
+
+    /// Whether a token is held and when it expires, for status displays.
+    var tokenExpiry: Duration? {
+        token.map { clock.now.duration(to: $0.expiresAt) }
+    }
+
+    /// Gets a new token, once for all concurrent callers.
+    private func refresh() async -> Attempt {
+        if waiters != nil {
+            return await withCheckedContinuation { waiters?.append($0) }
+        }
+        waiters = []
+        let attempt = await fetch(settings)
+        let waiting = waiters ?? []
+        waiters = nil
+        switch attempt {
+        case .token(let token):
+            self.token = token
+            lastProblem = nil
+            logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now.duration(to: token.expiresAt))"])
+        case .rejected(let text):
+            lastProblem = "\(text.title): \(text.message)"
+            logger.error("\(text.title): \(text.message) \(text.next ?? "")")
+        case .unavailable(let reason):
+            lastProblem = reason
+            logger.warning("no access token: \(reason)")
+        }
+        for waiter in waiting { waiter.resume(returning: attempt) }
+        return attempt
+    }
+
+    /// One token request, through the bus.
+    private func fetch(_ settings: Settings) async -> Attempt {
+        let job = Job(id: "token", service: Self.service, scope: settings.host)
+        let http = self.http
+        let clock = self.clock
+        do {
+            return .token(try await bus.run(job) { try await Self.requestToken(settings, http: http, clock: clock) })
+        } catch where error.reason == .handledByResponder {
+            let cause = error.failure.map { "\($0.text.message)" } ?? "the token endpoint refused them"
+            return .rejected(OperatorText(
+                title: "Credentials rejected",
+                message: "The token endpoint \(settings.tokenURL) refused client \"\(settings.clientID)\": \(cause)",
+                next: "Fix the client secret (the \"client-secret\" credential or auth.client-secret-file), then reload errorbusd; waiting work resumes once a token is issued."
+            ))
+        } catch {
+            return .unavailable(error.description)
+        }
+    }
+
+    /// `POST` to the token endpoint with HTTP Basic client authentication (RFC 6749 §2.3.1).
+    private static func requestToken(_ settings: Settings, http: HTTPClient, clock: ContinuousClock) async throws -> Token {
+        var request = HTTPClientRequest(url: settings.tokenURL)
+        request.method = .POST
+        let credentials = Data("\(formEncoded(settings.clientID)):\(formEncoded(settings.clientSecret))".utf8).base64EncodedString()
+        request.headers.add(name: "Authorization", value: "Basic \(credentials)")
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: "grant_type=client_credentials"))
+        let sent = clock.now
+        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: deadline)
+        } catch {
+            throw HTTPFailure(classifying: error, method: "POST", url: settings.tokenURL)
+        }
+        guard response.status == .ok else {
+            throw await HTTPFailure.classifying(response, method: "POST", url: settings.tokenURL, deadline: deadline)
+        }
+        let body = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "POST", url: settings.tokenURL)
+        let decoded: TokenResponse
+        do {
+            decoded = try JSONDecoder().decode(TokenResponse.self, from: Data(body.readableBytesView))
+        } catch {
+            throw HTTPFailure.undecodable(
+                method: "POST",
+                url: settings.tokenURL,
+                contentType: response.headers.first(name: "Content-Type"),
+                body: body,
+                expected: "an OAuth token response",
+                error: error
+            )
+        }
+        guard decoded.tokenType.lowercased() == "bearer", !decoded.accessToken.isEmpty else {
+            throw HTTPFailure.undecodable(
+                method: "POST",
+                url: settings.tokenURL,
+                contentType: response.headers.first(name: "Content-Type"),
+                body: body,
+                expected: "a bearer token"
+            )
+        }
+        // Count the lifetime from when the request was sent: never trust a token past its time.
+        return Token(value: decoded.accessToken, expiresAt: sent.advanced(by: .seconds(max(0, decoded.expiresIn ?? 3_600))))
+    }
+
+    /// `application/x-www-form-urlencoded` for client credentials, as RFC 6749 §2.3.1 asks.
+    private static func formEncoded(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+}
+
+/// An access token response (RFC 6749 §5.1).
+struct TokenResponse: Decodable {
+    let accessToken: String
+    let tokenType: String
+    let expiresIn: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+    }
+}
+
+/// No access token could be had: an `unauthenticated` failure of the realm.
+struct TokenUnavailable: CategorizedError {
+    let realm: String
+    let reason: String
+
+    var category: ErrorCategory { .unauthenticated }
+    var cause: String { "noToken" }
+    var scope: String? { realm }
+    var operatorText: OperatorText {
+        OperatorText(title: "No access token", message: "No access token for \(realm): \(reason)")
+    }
+}
