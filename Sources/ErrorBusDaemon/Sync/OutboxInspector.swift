@@ -1,0 +1,114 @@
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOPosix
+
+/// Looks at an entry of the outbox and decides whether it is a file ready to upload, computing
+/// its idempotency key from its content.
+struct OutboxInspector: Sendable {
+    let directory: String
+    let maxFileSize: Int64
+    /// A file found by a rescan (rather than announced by inotify) must have been left alone this
+    /// long, so that one still being written in place is not taken half-done.
+    let settleTime: Duration
+
+    /// What an outbox entry turned out to be.
+    enum Verdict: Sendable, Equatable {
+        /// A complete regular file, with its size and content key.
+        case ready(name: String, path: String, size: Int64, key: String)
+        /// A dot-file: writers use hidden names while they write, then rename.
+        case hidden
+        /// Not a regular file (a directory, a socket, a link…).
+        case notRegularFile
+        /// Larger than the configured limit.
+        case tooLarge(size: Int64)
+        /// Modified too recently to be sure it is complete; a later rescan looks again.
+        case unsettled
+        /// Gone before it could be read.
+        case vanished
+    }
+
+    /// Inspects `name`. `announced` is true when inotify reported the file complete (renamed in
+    /// or closed after writing), false when a rescan found it.
+    func inspect(_ name: String, announced: Bool) async throws -> Verdict {
+        if name.hasPrefix(".") { return .hidden }
+        let path = directory + "/" + name
+        guard let info = try Self.status(ofLink: path) else { return .vanished }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .notRegularFile }
+        let size = Int64(info.st_size)
+        guard size <= maxFileSize else { return .tooLarge(size: size) }
+        if !announced {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let age = Duration.seconds(now.tv_sec - info.st_mtim.tv_sec)
+                + .nanoseconds(now.tv_nsec - info.st_mtim.tv_nsec)
+            guard age >= settleTime else { return .unsettled }
+        }
+        do {
+            let key = try await ContentKey.of(fileAt: path)
+            return .ready(name: name, path: path, size: size, key: key)
+        } catch let error as SystemCallError where error.errnoCode == ENOENT {
+            return .vanished
+        }
+    }
+
+    /// `lstat(path)`, or nil when nothing is there any more. Synchronous on purpose: Swift 6.3
+    /// crashes in AllocBoxToStack when an async function lets a closure write a local `stat`.
+    private static func status(ofLink path: String) throws(SystemCallError) -> stat? {
+        var info = stat()
+        do {
+            try SystemCall.check("lstat", path: path) { lstat(path, &info) }
+        } catch where error.errnoCode == ENOENT {
+            return nil
+        }
+        return info
+    }
+
+    /// The names in the outbox directory, visible or not, in no particular order.
+    func listing() throws -> [String] {
+        guard let stream = opendir(directory) else { throw SystemCallError(call: "opendir", errnoCode: errno, path: directory) }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}
+
+/// A file's idempotency key: the hex SHA-256 of its content, so the same content dropped twice
+/// is one item for the API.
+enum ContentKey {
+    /// Hashes the file on NIO's blocking-I/O thread pool, off the cooperative executor.
+    ///
+    /// Plain `read(2)` in a loop rather than `_NIOFileSystem`'s async chunks: hashing async
+    /// chunks into a captured `SHA256` sends Swift 6.3's AllocBoxToStack pass into a search that
+    /// outlasts the rest of the build.
+    static func of(fileAt path: String) async throws -> String {
+        try await NIOThreadPool.singleton.runIfActive { try hex(of: hash(fileAt: path)) }
+    }
+
+    private static func hex(of digest: SHA256.Digest) -> String {
+        digest.map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    private static func hash(fileAt path: String) throws(SystemCallError) -> SHA256.Digest {
+        let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(descriptor) }
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try SystemCall.check("read", path: path) { read(descriptor, buffer.baseAddress, buffer.count) }
+            if count == 0 { return hasher.finalize() }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+}

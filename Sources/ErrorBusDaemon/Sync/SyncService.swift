@@ -1,0 +1,359 @@
+import AsyncHTTPClient
+import DequeModule
+#if canImport(Glibc)
+import Glibc
+#endif
+import ErrorBus
+import Logging
+import ServiceLifecycle
+
+/// Uploads every file that arrives in the outbox, at least once, never losing one.
+///
+/// Files become durable jobs before anything else happens to them; each job is handed to the bus
+/// with `submit`, so a job that fails is parked by the bus (without a waiting task) and released
+/// when its incident's cause is gone. The service itself has no retry, back-off or login logic:
+/// it only bounds how many uploads run at once, and records what became of each job.
+actor SyncService: Service {
+    /// What the service needs to know, from the daemon's configuration.
+    struct Settings: Sendable, Equatable {
+        var outbox: String
+        var afterDelivery: AfterDelivery
+        var concurrency: Int
+        var maxFileSize: Int64
+        var rescanInterval: Duration
+        var settleTime: Duration
+        var itemsURL: String
+        var host: String
+        var realm: String
+        var requestTimeout: Duration
+    }
+
+    static let service = "sync"
+
+    private var settings: Settings
+    private let store: JobStore
+    private let bus: ErrorBus
+    private let auth: AuthService
+    private let http: HTTPClient
+    private let logger: Logger
+
+    /// Jobs handed to the bus whose outcome the store does not have yet: uploading, parked in the
+    /// bus, or being recorded. A job leaves only once the store says what became of it, so that
+    /// reading the queue meanwhile cannot start it a second time.
+    private var active: Set<String> = []
+    /// Uploads running in this service's own tasks (first runs; the bus runs released ones).
+    private var running = 0
+    /// Jobs fetched from the store, next to submit.
+    private var pending = Deque<OutboxJob>()
+    /// Outbox entries already taken care of, by name, with the size and time they had then, so
+    /// that rescans do not hash them again.
+    private var seen: [String: FileStamp] = [:]
+    /// Names of files with the same content as a job, to remove with it.
+    private var duplicates: [String: [String]] = [:]
+    /// While parking is full, new jobs wait until this instant.
+    private var parkingFullUntil: ContinuousClock.Instant?
+    private let clock = ContinuousClock()
+    private let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+
+    init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
+        self.settings = settings
+        self.store = store
+        self.bus = bus
+        self.auth = auth
+        self.http = http
+        self.logger = logger
+    }
+
+    /// Watches and rescans the outbox and uploads what it finds, until graceful shutdown; then
+    /// takes no new job, lets the uploads under way finish (the service group's shutdown
+    /// deadline cancels any that take longer) and makes sure every state change is on disk.
+    func run() async throws {
+        // Jobs queued before a restart go first.
+        wake.yield()
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await untilGracefulShutdown { try await self.watch() } }
+            group.addTask { try await untilGracefulShutdown { try await self.rescanPeriodically() } }
+            group.addTask { await self.dispatch() }
+        }
+        try await store.flush()
+        logger.info("sync stopped", metadata: ["active": "\(active.count)"])
+    }
+
+    /// Applies new settings (a reload). Jobs already queued keep their state.
+    func update(_ settings: Settings) {
+        if settings.outbox != self.settings.outbox {
+            logger.warning("sync.outbox changed: restart errorbusd to watch \(settings.outbox)")
+        }
+        var settings = settings
+        settings.outbox = self.settings.outbox
+        self.settings = settings
+        wake.yield()
+    }
+
+    /// Counts for status displays: jobs uploading now and jobs handed to the bus.
+    var activity: (uploading: Int, active: Int) { (running, active.count) }
+
+    // MARK: - Finding files
+
+    private func watch() async throws {
+        let watcher = OutboxWatcher(directory: settings.outbox, logger: logger)
+        try await watcher.run { signal in
+            switch signal {
+            case .arrived(let names): await self.ingest(names, announced: true)
+            case .overflow: await self.rescan()
+            }
+        }
+    }
+
+    private func rescanPeriodically() async throws {
+        while !Task.isCancelled {
+            await rescan()
+            try await clock.sleep(for: settings.rescanInterval)
+        }
+    }
+
+    /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
+    private func rescan() async {
+        let inspector = self.inspector
+        do {
+            await ingest(try inspector.listing(), announced: false)
+        } catch {
+            logger.error("cannot list the outbox \(settings.outbox): \(error)")
+        }
+    }
+
+    private var inspector: OutboxInspector {
+        OutboxInspector(directory: settings.outbox, maxFileSize: settings.maxFileSize, settleTime: settings.settleTime)
+    }
+
+    /// Turns outbox entries into durable jobs.
+    private func ingest(_ names: [String], announced: Bool) async {
+        let inspector = self.inspector
+        var ready: [NewJob] = []
+        for name in names {
+            let stamp = FileStamp(path: inspector.directory + "/" + name)
+            if let stamp, seen[name] == stamp { continue }
+            let verdict: OutboxInspector.Verdict
+            do {
+                verdict = try await inspector.inspect(name, announced: announced)
+            } catch {
+                logger.error("cannot read \(name) in the outbox: \(error)")
+                continue
+            }
+            switch verdict {
+            case .ready(let name, let path, let size, let key):
+                ready.append(NewJob(id: key, service: Self.service, fileName: name, path: path, size: size))
+                seen[name] = stamp
+            case .tooLarge(let size):
+                seen[name] = stamp
+                await reportTooLarge(name, size: size)
+            case .hidden, .notRegularFile, .vanished, .unsettled:
+                continue
+            }
+        }
+        guard !ready.isEmpty else { return }
+        do {
+            let result = try store.enqueue(ready)
+            for duplicate in result.duplicates where duplicate.new.path != duplicate.existing.path {
+                if duplicate.existing.state == .delivered {
+                    // The API already has this content: the new file is a copy of a delivered one.
+                    remove(duplicate.new.path, fileName: duplicate.new.fileName)
+                } else if !duplicate.existing.state.isFinal {
+                    // Delivered together with the job that has this content.
+                    duplicates[duplicate.existing.id, default: []].append(duplicate.new.path)
+                }
+            }
+            if !result.inserted.isEmpty {
+                logger.debug("queued \(result.inserted.count) outbox files")
+                wake.yield()
+            }
+        } catch {
+            for job in ready { seen[job.fileName] = nil }
+            await reportStoreFailure(error, doing: "queue \(ready.count) outbox files")
+        }
+    }
+
+    private func reportTooLarge(_ name: String, size: Int64) async {
+        logger.warning("\(name) in the outbox is \(size) bytes, over sync.max-file-size (\(settings.maxFileSize)); it is left in place and not uploaded")
+        let failure = Failure(
+            category: .invalid(reason: "over the size limit"),
+            scope: settings.host,
+            cause: "fileTooLarge",
+            service: Self.service,
+            text: OperatorText(
+                title: "Outbox file too large",
+                message: "\(name) is \(size) bytes, more than sync.max-file-size allows (\(settings.maxFileSize)).",
+                next: "It stays in the outbox and is not uploaded; split it or raise the limit and reload."
+            )
+        )
+        await bus.report(failure)
+    }
+
+    // MARK: - Uploading
+
+    private func dispatch() async {
+        await withDiscardingTaskGroup { uploads in
+            for await _ in wakeups.cancelOnGracefulShutdown() {
+                while let job = await nextJob() {
+                    running += 1
+                    active.insert(job.id)
+                    uploads.addTask { await self.submit(job) }
+                }
+            }
+        }
+    }
+
+    /// The next queued job to start, if a slot is free and nothing holds new work back.
+    private func nextJob() async -> OutboxJob? {
+        guard running < settings.concurrency else { return nil }
+        if let until = parkingFullUntil {
+            guard clock.now >= until else { return nil }
+            parkingFullUntil = nil
+        }
+        if pending.isEmpty {
+            do {
+                let batch = try store.nextQueued(limit: 4 * settings.concurrency, excluding: active)
+                // In flight from here: a restart after a crash queues them again.
+                try store.markInFlight(batch.map(\.id))
+                pending.append(contentsOf: batch)
+            } catch {
+                await reportStoreFailure(error, doing: "read the queue")
+                return nil
+            }
+        }
+        while let job = pending.popFirst() {
+            if !active.contains(job.id) { return job }
+        }
+        return nil
+    }
+
+    private nonisolated func submit(_ job: OutboxJob) async {
+        let settings = await self.settings
+        let uploader = Uploader(http: http, auth: auth, itemsURL: settings.itemsURL, requestTimeout: settings.requestTimeout)
+        let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
+        let submission = await bus.submit(busJob) {
+            try await uploader.upload(job)
+        } completion: { outcome in
+            await self.finished(job, outcome)
+        }
+        await submitted(job, submission)
+    }
+
+    /// Records what the first run of a job came to.
+    private func submitted(_ job: OutboxJob, _ submission: Submission) async {
+        running -= 1
+        switch submission {
+        case .completed:
+            await delivered(job)
+        case .parked(let incident):
+            logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
+            do {
+                if let incident { try store.markParked(job.id, incident: incident.rawValue) }
+            } catch {
+                await reportStoreFailure(error, doing: "record \(job.fileName) as parked")
+            }
+        case .stopped(let stopped):
+            await ended(job, stopped)
+        }
+        wake.yield()
+    }
+
+    /// Records the final outcome of a job the bus held.
+    private func finished(_ job: OutboxJob, _ outcome: JobOutcome) async {
+        switch outcome {
+        case .succeeded: await delivered(job)
+        case .stopped(let stopped): await ended(job, stopped)
+        }
+        wake.yield()
+    }
+
+    private func delivered(_ job: OutboxJob) async {
+        defer { active.remove(job.id) }
+        do {
+            _ = try await store.markDelivered(job.id)
+        } catch {
+            // The API has it; the file stays and a later upload of it is absorbed by its
+            // idempotency key.
+            await reportStoreFailure(error, doing: "record \(job.fileName) as delivered")
+            return
+        }
+        remove(job.path, fileName: job.fileName)
+        for path in duplicates.removeValue(forKey: job.id) ?? [] {
+            remove(path, fileName: String(path.split(separator: "/").last ?? ""))
+        }
+    }
+
+    private func ended(_ job: OutboxJob, _ stopped: JobStopped) async {
+        defer { active.remove(job.id) }
+        do {
+            switch stopped.reason {
+            case .deadLettered:
+                let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
+                try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
+                logger.warning("\(job.fileName) set aside as a dead letter: \(reason)")
+            case .discarded, .cancelledByOperator:
+                try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
+            case .parkingFull:
+                try store.markQueued(job.id, lastError: "parking full")
+                parkingFullUntil = clock.now.advanced(by: .seconds(1))
+            case .shutdown, .taskCancelled:
+                // Stays in flight in the store: the next start queues it again.
+                break
+            default:
+                try store.markQueued(job.id, lastError: stopped.description)
+            }
+        } catch {
+            await reportStoreFailure(error, doing: "record what became of \(job.fileName)")
+        }
+    }
+
+    /// Removes (or moves, by configuration) a delivered file.
+    private func remove(_ path: String, fileName: String) {
+        seen[fileName] = nil
+        switch settings.afterDelivery {
+        case .delete:
+            if unlink(path) != 0 && errno != ENOENT {
+                logger.error("cannot remove delivered \(path): \(SystemCallError(call: "unlink", errnoCode: errno))")
+            }
+        case .move(let directory):
+            let target = directory + "/" + fileName
+            if rename(path, target) != 0 && errno != ENOENT {
+                logger.error("cannot move delivered \(path) to \(target): \(SystemCallError(call: "rename", errnoCode: errno))")
+            }
+        }
+    }
+
+    /// A store that cannot write (disk full, read-only) pauses the service: a `fatal` incident
+    /// whose probe checks the condition. Nothing is lost: files stay in the outbox.
+    private func reportStoreFailure(_ error: any Error, doing what: String) async {
+        logger.error("cannot \(what): \(error)")
+        guard let storeError = error as? StoreError, storeError.isDiskFull || storeError.isReadOnly else { return }
+        let failure = Failure(
+            category: .fatal,
+            scope: Self.service,
+            cause: storeError.isDiskFull ? "diskFull" : "stateReadOnly",
+            service: Self.service,
+            text: OperatorText(
+                title: storeError.isDiskFull ? "State disk full" : "State read-only",
+                message: "errorbusd could not \(what): \(storeError)",
+                next: "Uploads pause until the state directory can be written again; outbox files stay in place."
+            )
+        )
+        await bus.report(failure)
+    }
+}
+
+/// An outbox entry's size and modification time, to tell whether it changed since it was seen.
+struct FileStamp: Equatable, Sendable {
+    let size: Int64
+    let modifiedSeconds: Int
+    let modifiedNanoseconds: Int
+
+    init?(path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        size = Int64(info.st_size)
+        modifiedSeconds = info.st_mtim.tv_sec
+        modifiedNanoseconds = info.st_mtim.tv_nsec
+    }
+}

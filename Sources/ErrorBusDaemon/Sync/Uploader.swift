@@ -1,0 +1,110 @@
+import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
+import ErrorBus
+import Foundation
+import _NIOFileSystem
+import NIOCore
+import NIOHTTP1
+
+/// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
+/// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
+/// thrown, categorised, for the bus.
+struct Uploader: Sendable {
+    let http: HTTPClient
+    let auth: AuthService
+    let itemsURL: String
+    let requestTimeout: Duration
+
+    func upload(_ job: OutboxJob) async throws {
+        let token = try await auth.accessToken()
+        do {
+            try await put(job, token: token)
+        } catch let failure as HTTPFailure where failure.category.kind == .unauthenticated {
+            // Refused with a token the realm's re-authentication has since replaced (the request
+            // left before the renewal finished): the new token has not been refused yet, so try
+            // it once rather than starting another re-authentication.
+            guard let current = await auth.currentToken, current != token else { throw failure }
+            try await put(job, token: current)
+        }
+    }
+
+    private func put(_ job: OutboxJob, token: String) async throws {
+        let url = "\(itemsURL)/\(job.id)"
+        do {
+            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
+                let size = try await handle.info().size
+                guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
+                var request = HTTPClientRequest(url: url)
+                request.method = .PUT
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                request.headers.add(name: "Idempotency-Key", value: job.id)
+                request.headers.add(name: "Content-Type", value: "application/octet-stream")
+                request.body = .stream(handle.readChunks(chunkLength: .kibibytes(64)), length: .known(size))
+                let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
+                let response: HTTPClientResponse
+                do {
+                    response = try await http.execute(request, deadline: deadline)
+                } catch {
+                    throw HTTPFailure(classifying: error, method: "PUT", url: url)
+                }
+                guard response.status == .created || response.status == .ok else {
+                    throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
+                }
+                // The answer's content does not matter; read it so the connection is reused.
+                _ = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
+            }
+        } catch let error as FileSystemError {
+            throw OutboxFileFailure(error, job: job)
+        }
+    }
+}
+
+/// A local problem with an outbox file: gone, changed, unreadable.
+struct OutboxFileFailure: CategorizedError {
+    let category: ErrorCategory
+    let cause: String
+    let message: String
+    let scope: String?
+
+    init(_ error: FileSystemError, job: OutboxJob) {
+        switch error.code {
+        case .notFound:
+            category = .invalid(reason: "the file is gone")
+            cause = "fileGone"
+            message = "\(job.fileName) was removed from the outbox before it could be uploaded."
+            scope = nil
+        case .permissionDenied:
+            category = .fatal
+            cause = "permissionDenied"
+            message = "errorbusd may not read \(job.path): permission denied."
+            scope = "sync"
+        default:
+            category = .fatal
+            cause = "outboxUnreadable"
+            message = "Could not read \(job.path): \(error.message)"
+            scope = "sync"
+        }
+    }
+
+    static func changed(_ job: OutboxJob, size: Int64) -> OutboxFileFailure {
+        OutboxFileFailure(
+            category: .invalid(reason: "the file changed after it was queued"),
+            cause: "fileChanged",
+            message: "\(job.fileName) changed after it was queued (\(job.size) bytes then, \(size) now): write files elsewhere and rename them into the outbox when complete.",
+            scope: nil
+        )
+    }
+
+    private init(category: ErrorCategory, cause: String, message: String, scope: String?) {
+        self.category = category
+        self.cause = cause
+        self.message = message
+        self.scope = scope
+    }
+
+    var operatorText: OperatorText {
+        OperatorText(title: category.kind == .fatal ? "Outbox unreadable" : "Outbox file unusable", message: message)
+    }
+}
