@@ -1,0 +1,227 @@
+import AsyncHTTPClient
+import ErrorBus
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import _NIOFileSystem
+import ServiceLifecycle
+
+/// Keeps a local copy of each configured remote resource fresh: a conditional `GET` on the
+/// resource's interval, the new body written atomically over the old copy, the last good copy
+/// kept through every failure.
+actor LoaderService: Service {
+    /// What the service needs to know, from the daemon's configuration.
+    struct Settings: Sendable, Equatable {
+        struct Resource: Sendable, Equatable {
+            var name: String
+            var interval: Duration
+        }
+
+        var directory: String
+        var resources: [Resource]
+        var resourcesURL: String
+        var host: String
+        var realm: String
+        var requestTimeout: Duration
+        /// The largest body accepted; a larger one leaves the last good copy in place.
+        var maximumSize: Int64 = 64 * 1024 * 1024
+    }
+
+    /// Where one resource stands, for status displays.
+    struct ResourceState: Sendable, Equatable {
+        var lastChecked: Date?
+        var lastChanged: Date?
+        var etag: String?
+        var lastProblem: String?
+    }
+
+    /// What one fetch found.
+    enum Fetch: Sendable {
+        case changed(etag: String?, bytes: Int64)
+        case unchanged
+    }
+
+    static let service = "loader"
+
+    private var settings: Settings
+    private let store: JobStore
+    private let bus: ErrorBus
+    private let auth: AuthService
+    private let http: HTTPClient
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    private(set) var states: [String: ResourceState] = [:]
+    /// Resources with a loop running.
+    private var looping: Set<String> = []
+    private let (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+
+    init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
+        self.settings = settings
+        self.store = store
+        self.bus = bus
+        self.auth = auth
+        self.http = http
+        self.logger = logger
+    }
+
+    /// Connects the responder that keeps a resource's last good copy when the API says the
+    /// request itself is wrong (404, 422…): the next interval asks again, nothing is dead-lettered.
+    private func connectResponder() async {
+        await bus.connect(ClosureResponder { failure, _ in
+            failure.category.kind == .invalid ? .handle(.proceed) : .pass
+        }, to: Self.service)
+    }
+
+    /// Runs one loop per resource until graceful shutdown; a reload adds or ends loops.
+    func run() async throws {
+        await connectResponder()
+        changed.yield()
+        await withDiscardingTaskGroup { group in
+            for await _ in changes.cancelOnGracefulShutdown() {
+                for resource in settings.resources where !looping.contains(resource.name) {
+                    looping.insert(resource.name)
+                    group.addTask { await self.keepFresh(resource.name) }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Applies new settings (a reload): new resources start, removed ones stop.
+    func update(_ settings: Settings) {
+        self.settings = settings
+        changed.yield()
+    }
+
+    private func keepFresh(_ name: String) async {
+        defer { looping.remove(name) }
+        while !Task.isCancelled {
+            guard let resource = settings.resources.first(where: { $0.name == name }) else { return }
+            await refresh(resource)
+            do {
+                try await clock.sleep(for: resource.interval)
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// Fetches one resource through the bus and records the outcome.
+    private func refresh(_ resource: Settings.Resource) async {
+        let settings = self.settings
+        let path = settings.directory + "/" + resource.name
+        let etag = FileManager.default.fileExists(atPath: path) ? (try? store.etag(forResource: resource.name)) ?? nil : nil
+        let job = Job(id: "resources/\(resource.name)", service: Self.service, scope: settings.host, realm: settings.realm)
+        let http = self.http
+        let auth = self.auth
+        var state = states[resource.name] ?? ResourceState()
+        state.lastChecked = Date()
+        do throws(JobStopped) {
+            let fetch = try await bus.run(job) {
+                try await Self.fetch(resource.name, to: path, etag: etag, settings: settings, http: http, auth: auth)
+            }
+            state.lastProblem = nil
+            if case .changed(let newTag, let bytes) = fetch {
+                state.lastChanged = Date()
+                state.etag = newTag
+                try? store.setETag(newTag, forResource: resource.name)
+                logger.info("resource \(resource.name) updated (\(bytes) bytes)")
+            }
+        } catch {
+            // Whatever happened, the last good copy stays where it was.
+            let problem = error.failure.map { "\($0.text.title): \($0.text.message)" } ?? error.description
+            state.lastProblem = problem
+            if error.reason != .shutdown && error.reason != .taskCancelled {
+                logger.warning("resource \(resource.name) not refreshed, keeping the last good copy: \(problem)")
+            }
+        }
+        states[resource.name] = state
+    }
+
+    /// One conditional `GET`: `304` leaves the copy alone, `200` replaces it atomically.
+    private static func fetch(
+        _ name: String,
+        to path: String,
+        etag: String?,
+        settings: Settings,
+        http: HTTPClient,
+        auth: AuthService
+    ) async throws -> Fetch {
+        let url = "\(settings.resourcesURL)/\(name)"
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: "Bearer \(try await auth.accessToken())")
+        if let etag { request.headers.add(name: "If-None-Match", value: etag) }
+        let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: deadline)
+        } catch {
+            throw HTTPFailure(classifying: error, method: "GET", url: url)
+        }
+        switch response.status {
+        case .notModified:
+            return .unchanged
+        case .ok:
+            if let announced = response.headers.first(name: "Content-Length").flatMap(Int64.init), announced > settings.maximumSize {
+                throw HTTPFailure.bodyTooLarge(method: "GET", url: url, status: 200, limit: Int(settings.maximumSize), announced: Int(announced))
+            }
+            let body = response.body
+            let limit = settings.maximumSize
+            do {
+                // The request deadline ends when the head arrives: bound the body's time too.
+                let written = try await withThrowingTaskGroup(of: Int64?.self) { group in
+                    group.addTask { try await AtomicFile.replace(path, with: body, limit: limit) }
+                    group.addTask {
+                        try await Task.sleep(for: .nanoseconds(max(0, (deadline - NIODeadline.now()).nanoseconds)))
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    return try await group.next() ?? nil
+                }
+                guard let written else {
+                    throw HTTPFailure(
+                        category: .transient,
+                        cause: "deadlineExceeded",
+                        method: "GET",
+                        url: url,
+                        text: OperatorText(title: "API answer too slow", message: "The resource \(name) did not arrive before its deadline; the last good copy stays."),
+                        status: 200
+                    )
+                }
+                return .changed(etag: response.headers.first(name: "ETag"), bytes: written)
+            } catch is AtomicFile.TooLarge {
+                throw HTTPFailure.bodyTooLarge(method: "GET", url: url, status: 200, limit: Int(limit))
+            } catch let failure as HTTPFailure {
+                throw failure
+            } catch let error as FileSystemError {
+                throw LocalWriteFailure(error, path: path)
+            } catch let error as SystemCallError {
+                throw LocalWriteFailure(error, path: path)
+            } catch {
+                throw HTTPFailure(classifying: error, method: "GET", url: url)
+            }
+        default:
+            throw await HTTPFailure.classifying(response, method: "GET", url: url, deadline: deadline)
+        }
+    }
+}
+
+/// The loader could not write a resource's new copy: a `fatal` failure of the loader (disk
+/// full, permissions), which pauses it until the condition clears or an operator resumes it.
+struct LocalWriteFailure: CategorizedError {
+    let path: String
+    let detail: String
+
+    init(_ error: any Error, path: String) {
+        self.path = path
+        self.detail = "\(error)"
+    }
+
+    var category: ErrorCategory { .fatal }
+    var cause: String { "resourceWriteFailed" }
+    var scope: String? { LoaderService.service }
+    var operatorText: OperatorText {
+        OperatorText(title: "Cannot write resource", message: "Could not write \(path): \(detail)", next: "The last good copy stays; the loader pauses until it can write again.")
+    }
+}
