@@ -67,15 +67,23 @@ extension DaemonConfiguration: Equatable {
             && lhs.shutdown == rhs.shutdown
             && lhs.log == rhs.log
             && lhs.control == rhs.control
-            && lhs.bus.backoff == rhs.bus.backoff
-            && lhs.bus.rateLimit == rhs.bus.rateLimit
-            && lhs.bus.reachability == rhs.bus.reachability
-            && lhs.bus.release == rhs.bus.release
-            && lhs.bus.retryBudget == rhs.bus.retryBudget
-            && lhs.bus.maxParkedJobs == rhs.bus.maxParkedJobs
-            && lhs.bus.deadLetterGroupingWindow == rhs.bus.deadLetterGroupingWindow
-            && lhs.bus.eventBufferSize == rhs.bus.eventBufferSize
-            && lhs.bus.resolvedIncidentHistory == rhs.bus.resolvedIncidentHistory
-            && lhs.bus.firstIncidentID == rhs.bus.firstIncidentID
+            && lhs.bus.hasSameSettings(as: rhs.bus)
+    }
+}
+
+extension ErrorBusConfiguration {
+    /// Whether every setting is the same; the `fallback` closure cannot be compared and is left
+    /// out.
+    func hasSameSettings(as other: ErrorBusConfiguration) -> Bool {
+        backoff == other.backoff
+            && rateLimit == other.rateLimit
+            && reachability == other.reachability
+            && release == other.release
+            && retryBudget == other.retryBudget
+            && maxParkedJobs == other.maxParkedJobs
+            && deadLetterGroupingWindow == other.deadLetterGroupingWindow
+            && eventBufferSize == other.eventBufferSize
+            && resolvedIncidentHistory == other.resolvedIncidentHistory
+            && firstIncidentID == other.firstIncidentID
     }
 }

@@ -1,0 +1,185 @@
+import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#endif
+import ErrorBus
+import Foundation
+public import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+import UnixSignals
+
+/// errorbusd: the bus and the services, assembled into one service group.
+///
+/// Work starts in ``run()``; SIGTERM and SIGINT shut it down gracefully (no new work, uploads under
+/// way finish within `shutdown.drain-timeout`, every state change on disk), SIGHUP reloads the
+/// configuration without touching parked or queued work.
+public struct Daemon: Sendable {
+    private let configuration: DaemonConfiguration
+    private let configurationFile: String?
+    private let environment: [String: String]
+    private let logger: Logger
+    private let startedAt: ContinuousClock.Instant
+
+    /// - Parameters:
+    ///   - configuration: The configuration, already loaded and valid.
+    ///   - configurationFile: Where it came from, to read it again on SIGHUP.
+    ///   - environment: The environment it was read with.
+    ///   - startedAt: When the process started, to report how long it took to be ready.
+    public init(
+        configuration: DaemonConfiguration,
+        configurationFile: String?,
+        environment: [String: String],
+        logger: Logger,
+        startedAt: ContinuousClock.Instant = .now
+    ) {
+        self.configuration = configuration
+        self.configurationFile = configurationFile
+        self.environment = environment
+        self.logger = logger
+        self.startedAt = startedAt
+    }
+
+    /// Runs until a shutdown signal, then stops gracefully.
+    public func run() async throws {
+        let configuration = self.configuration
+        try Self.prepareDirectories(configuration)
+        let store = try JobStore(directory: configuration.state.directory, logger: logger)
+        let requeued = try store.requeueInterrupted()
+        if requeued > 0 { logger.info("\(requeued) jobs interrupted by the last stop are queued again") }
+        // After a power loss, a delivered job's record may have rolled back while its file's
+        // removal did not: such jobs have no file left to send.
+        let vanished = try store.reconcileFiles { FileManager.default.fileExists(atPath: $0.path) }
+        if !vanished.isEmpty { logger.warning("\(vanished.count) queued jobs had lost their files and were discarded") }
+
+        var busConfiguration = configuration.bus
+        busConfiguration.firstIncidentID = (try store.lastIncidentID() ?? 0) + 1
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpConfiguration(configuration))
+        do {
+            let bus = ErrorBus(configuration: busConfiguration, logger: logger)
+            let probe = APIProbe(
+                configuration: .init(
+                    baseURL: configuration.api.baseURL,
+                    probePath: configuration.api.probeURL ?? "/healthz",
+                    timeout: configuration.api.connectTimeout + .seconds(1)
+                ),
+                client: http,
+                localChecks: [SyncService.service: Self.localCheck(configuration)],
+                logger: logger
+            )
+            await bus.setProbe(probe)
+            let auth = AuthService(settings: .init(configuration), http: http, bus: bus, logger: logger)
+            await bus.setAuthenticator(auth)
+            let sync = SyncService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
+            let loader = LoaderService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
+            let reload = ReloadService(
+                file: configurationFile,
+                environment: environment,
+                current: configuration,
+                auth: auth,
+                sync: sync,
+                loader: loader,
+                logger: logger
+            )
+            let network = NetworkChangeMonitor(logger: logger) { await bus.networkChanged() }
+            let ready = Readiness(startedAt: startedAt, logger: logger)
+
+            // The bus first and the incident log second, so they stop last: the services hand
+            // them their final outcomes on the way out.
+            let group = ServiceGroup(configuration: .init(
+                services: [
+                    .init(service: BusService(bus: bus)),
+                    .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
+                    .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
+                    .init(service: auth),
+                    .init(service: sync),
+                    .init(service: loader),
+                    .init(service: reload),
+                    .init(service: ready),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: logger
+            ).withShutdownDeadline(configuration.shutdown.drainTimeout))
+            try await group.run()
+            try await store.close()
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        logger.info("errorbusd stopped")
+    }
+
+    /// Creates the outbox and resource directories if they are missing.
+    static func prepareDirectories(_ configuration: DaemonConfiguration) throws {
+        for directory in [configuration.sync.outbox, configuration.loader.directory, configuration.state.directory] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        if case .move(let sent) = configuration.sync.afterDelivery {
+            try FileManager.default.createDirectory(atPath: sent, withIntermediateDirectories: true)
+        }
+    }
+
+    static func httpConfiguration(_ configuration: DaemonConfiguration) -> HTTPClient.Configuration {
+        // No redirects: on an API call or the probe, one is a captive portal or a proxy.
+        var http = HTTPClient.Configuration.errorbusAPI(
+            connectTimeout: TimeAmount(configuration.api.connectTimeout),
+            readTimeout: TimeAmount(configuration.api.requestTimeout)
+        )
+        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 2 * configuration.sync.concurrency + 8)
+        if let caFile = configuration.api.caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            http.tlsConfiguration = tls
+        }
+        return http
+    }
+
+    /// The condition a paused (`fatal`) sync waits for: the state directory writable with room to
+    /// spare, the outbox readable.
+    static func localCheck(_ configuration: DaemonConfiguration) -> @Sendable () async -> ProbeResult {
+        let state = configuration.state.directory
+        let outbox = configuration.sync.outbox
+        return {
+            var info = statvfs()
+            guard statvfs(state, &info) == 0 else {
+                return .unreachable(reason: "cannot examine \(state): \(SystemCallError(call: "statvfs", errnoCode: errno))")
+            }
+            let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+            guard free >= 16 * 1024 * 1024 else {
+                return .unreachable(reason: "\(state) has only \(free / 1024) KiB free")
+            }
+            guard access(state, W_OK) == 0 else {
+                return .unreachable(reason: "\(state) is not writable: \(SystemCallError(call: "access", errnoCode: errno))")
+            }
+            guard access(outbox, R_OK | X_OK) == 0 else {
+                return .unreachable(reason: "\(outbox) is not readable: \(SystemCallError(call: "access", errnoCode: errno))")
+            }
+            return .reachable
+        }
+    }
+}
+
+extension ServiceGroupConfiguration {
+    /// Graceful shutdown may take this long before the group cancels what is left.
+    func withShutdownDeadline(_ deadline: Duration) -> ServiceGroupConfiguration {
+        var configuration = self
+        configuration.maximumGracefulShutdownDuration = deadline
+        return configuration
+    }
+}
+
+/// Logs once everything is assembled and running, with the time it took since the process
+/// started.
+struct Readiness: Service {
+    let startedAt: ContinuousClock.Instant
+    let logger: Logger
+
+    func run() async throws {
+        logger.notice("errorbusd ready", metadata: ["startup": "\(startedAt.duration(to: .now).formatted)"])
+        try await gracefulShutdown()
+    }
+}

@@ -1,0 +1,76 @@
+import ErrorBus
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Reloads the configuration on SIGHUP and hands each service its new settings. Parked and
+/// queued work is untouched; a configuration that does not load is reported and the running one
+/// kept.
+actor ReloadService: Service {
+    private let file: String?
+    private let environment: [String: String]
+    private var current: DaemonConfiguration
+    private let auth: AuthService
+    private let sync: SyncService
+    private let loader: LoaderService
+    private let logger: Logger
+
+    init(
+        file: String?,
+        environment: [String: String],
+        current: DaemonConfiguration,
+        auth: AuthService,
+        sync: SyncService,
+        loader: LoaderService,
+        logger: Logger
+    ) {
+        self.file = file
+        self.environment = environment
+        self.current = current
+        self.auth = auth
+        self.sync = sync
+        self.loader = loader
+        self.logger = logger
+    }
+
+    func run() async throws {
+        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            await reload()
+        }
+    }
+
+    /// Reads the configuration again and applies what can change while running.
+    @discardableResult
+    func reload() async -> Bool {
+        let next: DaemonConfiguration
+        do {
+            next = try await DaemonConfiguration.load(file: file, environment: environment)
+        } catch {
+            logger.error("reload failed, keeping the running configuration: \(error)")
+            return false
+        }
+        for change in Self.restartOnly(from: current, to: next) {
+            logger.warning("\(change) changed: it applies when errorbusd restarts")
+        }
+        await auth.update(.init(next))
+        await sync.update(.init(next))
+        await loader.update(.init(next))
+        current = next
+        logger.notice("configuration reloaded", metadata: ["file": "\(file ?? "(none)")"])
+        return true
+    }
+
+    /// Settings that a running daemon cannot take over.
+    static func restartOnly(from old: DaemonConfiguration, to new: DaemonConfiguration) -> [String] {
+        var changed: [String] = []
+        if old.state.directory != new.state.directory { changed.append("state.directory") }
+        if old.sync.outbox != new.sync.outbox { changed.append("sync.outbox") }
+        if !old.bus.hasSameSettings(as: new.bus) { changed.append("bus") }
+        if old.log.level != new.log.level { changed.append("log.level") }
+        if old.control != new.control { changed.append("control") }
+        if old.api.connectTimeout != new.api.connectTimeout || old.api.caFile != new.api.caFile {
+            changed.append("api.connect-timeout/api.ca-file")
+        }
+        return changed
+    }
+}
