@@ -1,0 +1,230 @@
+import Crypto
+@testable import ErrorBusDaemon
+import Foundation
+import Glibc
+import Logging
+@testable import Sandbox
+import TestSupport
+import Testing
+
+/// The real `errorbusd` against the real `errorbus-sandbox`, over loopback, as separate processes.
+/// Every wait is for something the processes say (a log line, a file leaving the outbox); none is
+/// a sleep.
+@Suite("Integration: errorbusd against the sandbox", .serialized, .timeLimit(.minutes(2)))
+struct DaemonIntegrationTests {
+    static func content(_ number: Int) -> Data {
+        Data("outbox item \(number)\n".utf8) + Data(repeating: UInt8(number % 251), count: 4096)
+    }
+
+    static func key(of data: Data) -> String {
+        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The store the daemon keeps, read from the test.
+    static func store(of daemon: DaemonProcess) throws -> StateDatabase {
+        try StateDatabase(directory: daemon.stateDirectory)
+    }
+
+    /// Runs `body` with a sandbox and a started daemon, and stops both.
+    static func withDaemon(
+        extra: String = "",
+        _ body: (SandboxProcess, DaemonProcess) async throws -> Void
+    ) async throws {
+        let scratch = try ScratchDirectory("daemon")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, extra: extra)
+        do {
+            try await daemon.start()
+            try await body(sandbox, daemon)
+            let finished = try await daemon.stop()
+            #expect(finished.status == 0, "errorbusd exited with \(finished.status):\n\(finished.standardError)")
+        } catch {
+            _ = try? await daemon.kill()
+            try? await sandbox.stop()
+            throw error
+        }
+        try await sandbox.stop()
+    }
+
+    @Test func everyOutboxFileIsDeliveredOnce() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            var expected: [String: String] = [:]
+            for number in 0..<40 {
+                let data = Self.content(number)
+                try daemon.drop("item-\(number).bin", content: data)
+                expected[Self.key(of: data)] = Self.key(of: data)
+            }
+            // A second file with content the outbox already has is one item, not two.
+            try daemon.drop("copy-of-item-0.bin", content: Self.content(0))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+
+            let items = try await sandbox.items()
+            #expect(Set(items.keys) == Set(expected.keys))
+            #expect(items.values.allSatisfy { $0.sha256 == $0.id })
+            let stats = try await sandbox.stats()
+            #expect(stats.items.uploads == 40)
+            #expect(stats.items.duplicatesAbsorbed == 0)
+            #expect(try Self.store(of: daemon).count(.delivered) == 40)
+        }
+    }
+
+    @Test func anOutageParksEveryJobInOneIncidentAndRecoveryDeliversAll() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            for number in 0..<30 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("parked under incident 1", count: 30)
+            let parked = try Self.store(of: daemon).jobs(.parked)
+            #expect(parked.count == 30)
+            #expect(Set(parked.map(\.incident)) == [1])
+            #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
+
+            try await sandbox.clearFaults()
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 30)
+        }
+    }
+
+    @Test func aTokenExpiryCostsExactlyOneTokenRequest() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            for number in 0..<10 { try daemon.drop("before-\(number).bin", content: Self.content(number)) }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let before = try await sandbox.stats().tokens.requests
+
+            try await sandbox.fault(#"{"mode":"expireTokens"}"#)
+            for number in 10..<40 { try daemon.drop("after-\(number).bin", content: Self.content(number)) }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+
+            let stats = try await sandbox.stats()
+            #expect(stats.tokens.requests == before + 1)
+            #expect(stats.requests.byRoute["items"]?["401"] ?? 0 >= 1)
+            #expect(try await sandbox.items().count == 40)
+        }
+    }
+
+    @Test func a429WithRetryAfterIsHonoured() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"items","mode":"status","status":429,"retryAfter":2}"#)
+            for number in 0..<5 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("incident 1 opened")
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+
+            let recent = try #require(try await sandbox.stats().recent).filter { $0.route == "items" }
+            let limited = recent.filter { $0.outcome == "429" }
+            let lastLimited = try #require(limited.map(\.ms).max())
+            let firstAfter = try #require(recent.filter { $0.outcome != "429" }.map(\.ms).min())
+            // Nothing reached the API before the hint had passed.
+            #expect(firstAfter - lastLimited >= 2_000)
+            #expect(try await sandbox.items().count == 5)
+        }
+    }
+
+    @Test func anInvalidPayloadIsDeadLetteredWithTheServersReason() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"field 'customer' is required"}"#)
+            for number in 0..<3 { try daemon.drop("bad-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("dead-lettered under incident", count: 3)
+            let dead = try Self.store(of: daemon).jobs(.deadLettered)
+            #expect(dead.count == 3)
+            #expect(dead.allSatisfy { $0.reason?.contains("field 'customer' is required") == true })
+            // Dead letters stay where the operator can see them.
+            #expect(try daemon.outboxFiles().count == 3)
+            #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
+        }
+    }
+
+    @Test func aReloadOnSIGHUPKeepsParkedJobs() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            for number in 0..<10 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("parked under incident 1", count: 10)
+
+            let configuration = try String(contentsOfFile: daemon.configurationFile, encoding: .utf8)
+            try configuration.replacingOccurrences(of: "concurrency: 8", with: "concurrency: 4")
+                .write(toFile: daemon.configurationFile, atomically: true, encoding: .utf8)
+            try daemon.signal(SIGHUP)
+            try await daemon.waitForLog("configuration reloaded")
+            #expect(try Self.store(of: daemon).count(.parked) == 10)
+
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 10)
+        }
+    }
+
+    @Test func aBrokenConfigurationOnSIGHUPKeepsTheRunningOne() async throws {
+        try await Self.withDaemon { _, daemon in
+            let configuration = try String(contentsOfFile: daemon.configurationFile, encoding: .utf8)
+            try configuration.replacingOccurrences(of: "concurrency: 8", with: "concurrency: eight")
+                .write(toFile: daemon.configurationFile, atomically: true, encoding: .utf8)
+            try daemon.signal(SIGHUP)
+            try await daemon.waitForLog("reload failed, keeping the running configuration")
+            #expect(daemon.log.contains("sync.concurrency"))
+            try daemon.drop("still-working.bin", content: Self.content(1))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        }
+    }
+
+    @Test func sigtermMidUploadThenRestartDeliversEverything() async throws {
+        let scratch = try ScratchDirectory("sigterm")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        try await daemon.start()
+        // Slow answers keep uploads in flight when the signal comes.
+        try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":1500}"#)
+        for number in 0..<20 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+        _ = await sandbox.process.standardError.wait(for: "fault")
+        let stopped = try await daemon.stop()
+        #expect(stopped.status == 0)
+        #expect(stopped.standardError.contains("sync stopped"))
+
+        try await sandbox.clearFaults()
+        try await daemon.start()
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        #expect(try await sandbox.items().count == 20)
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
+    @Test func kill9MidUploadThenRestartDeliversEverything() async throws {
+        let scratch = try ScratchDirectory("kill9")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        try await daemon.start()
+        try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":500}"#)
+        for number in 0..<30 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+        _ = await sandbox.process.standardError.wait(for: "request PUT items", count: 3)
+        let killed = try await daemon.kill()
+        #expect(killed.status == 128 + SIGKILL)
+
+        try await sandbox.clearFaults()
+        try await daemon.start()
+        try await daemon.waitForLog("interrupted by the last stop are queued again")
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        let items = try await sandbox.items()
+        #expect(items.count == 30)
+        #expect(try Self.store(of: daemon).count(.delivered) == 30)
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
+    @Test func aMalformedConfigurationExits78NamingTheKey() async throws {
+        let scratch = try ScratchDirectory("badconfig")
+        let file = scratch.file("errorbusd.yaml")
+        try "sync:\n  concurrency: sixteen\n".write(toFile: file, atomically: true, encoding: .utf8)
+        // A usable secret, so that the key is the only thing wrong.
+        try FileManager.default.createDirectory(atPath: scratch.file("credentials"), withIntermediateDirectories: true)
+        try "s3cret".write(toFile: scratch.file("credentials/client-secret"), atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ERRORBUSD_") }
+        environment["CREDENTIALS_DIRECTORY"] = scratch.file("credentials")
+        let finished = try await ChildProcess.run(Binaries.path("errorbusd"), ["--config", file], environment: environment)
+        #expect(finished.status == 78)
+        #expect(finished.standardError.contains(file))
+        #expect(finished.standardError.contains("sync.concurrency"))
+        #expect(!finished.standardError.contains("Fatal error"))
+
+        let check = try await ChildProcess.run(Binaries.path("errorbusd"), ["--config", file, "--check-config"], environment: environment)
+        #expect(check.status == 78)
+    }
+}
