@@ -9,9 +9,12 @@ import ServiceLifecycle
 /// Holds the OAuth 2.0 access token of the client-credentials grant (RFC 6749 §4.4): fetched at
 /// start, renewed before it expires, renewed once for the whole realm when the API rejects it.
 ///
-/// Its own requests to the token endpoint run through the bus like any other work: an outage of
-/// the endpoint is an incident of its host, and rejected credentials reach the operator through
-/// the service's responder instead of becoming a loop of sign-ins.
+/// It has no retry of its own. A token request that fails is answered to whoever needed the
+/// token: an upload rethrows the endpoint's failure (so an outage of the token endpoint parks it
+/// in its host's incident) or, when the credentials were refused, fails `unauthenticated` for the
+/// realm, whose incident asks ``reauthenticate(realm:)`` once and, refused again, waits for an
+/// operator instead of looping. The token request itself never waits in the bus: requests that
+/// need a token would otherwise wait on a request parked behind them.
 actor AuthService: Authenticator, Service {
     /// What the service needs to know, from the daemon's configuration.
     struct Settings: Sendable, Equatable {
@@ -33,8 +36,10 @@ actor AuthService: Authenticator, Service {
     /// The outcome of one attempt to get a token.
     enum Attempt: Sendable {
         case token(Token)
+        /// The endpoint refused the client's credentials: asking again cannot help.
         case rejected(OperatorText)
-        case unavailable(String)
+        /// The endpoint could not be asked or answered nonsense: the failure, and what it means.
+        case unavailable(any Error, reason: String)
     }
 
     private var settings: Settings
@@ -45,6 +50,8 @@ actor AuthService: Authenticator, Service {
     private var token: Token?
     /// Callers waiting for the refresh under way; `nil` when none is.
     private var waiters: [CheckedContinuation<Attempt, Never>]?
+    /// One element per token obtained, however it was asked for.
+    private let (renewals, renewed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// The last attempt's failure, for status displays.
     private(set) var lastProblem: String?
 
@@ -55,31 +62,16 @@ actor AuthService: Authenticator, Service {
         self.logger = logger
     }
 
-    /// Connects the responder that keeps the token endpoint's refusals from opening a
-    /// re-authentication incident of their own.
-    func connectResponder() async {
-        await bus.connect(ClosureResponder { failure, _ in
-            switch failure.category.kind {
-            case .unauthenticated, .invalid:
-                // The token endpoint refused the credentials themselves: signing in again cannot
-                // help. The caller turns this into "credentials rejected, operator needed".
-                .handle(.cancel)
-            case .unreachable, .rateLimited, .transient, .fatal:
-                .pass
-            }
-        }, to: Self.service)
-    }
-
     static let service = "auth"
 
     /// Keeps the token fresh until graceful shutdown: a first token at start, then a new one
     /// `refreshMargin` before the current one expires.
     func run() async throws {
-        await connectResponder()
         try await untilGracefulShutdown { try await self.keepFresh() }
     }
 
     private func keepFresh() async throws {
+        var tokens = renewals.makeAsyncIterator()
         while !Task.isCancelled {
             if let token {
                 let refreshAt = token.expiresAt.advanced(by: .zero - settings.refreshMargin)
@@ -88,30 +80,30 @@ actor AuthService: Authenticator, Service {
                     continue
                 }
             }
-            switch await refresh() {
-            case .token:
+            if case .token = await refresh() {
                 // Work that waited for an operator after rejected credentials can go.
                 await bus.credentialsRenewed(realm: settings.realm)
-            case .rejected, .unavailable:
-                // Nothing to renew until the configuration changes or the bus asks again; look
-                // again in a while rather than hammering the endpoint.
-                try await clock.sleep(for: .seconds(60))
+                continue
             }
+            // No retry here: the next request that needs a token asks again, and its failure
+            // goes through the bus. Wait for a token however it comes.
+            _ = await tokens.next(isolation: self)
         }
     }
 
-    /// A valid access token for a request, fetching one if there is none or it is about to expire.
+    /// A valid access token for a request, fetching one if there is none or it has expired.
     ///
-    /// - Throws: ``TokenUnavailable`` (an `unauthenticated` failure of the realm) when none can
-    ///   be had, so that the request joins the realm's re-authentication incident.
-    func accessToken() async throws(TokenUnavailable) -> String {
-        if let token, clock.now < token.expiresAt.advanced(by: .zero - settings.refreshMargin) {
+    /// - Throws: the token endpoint's failure when it could not be asked, or
+    ///   ``TokenUnavailable`` (an `unauthenticated` failure of the realm) when it refused the
+    ///   credentials.
+    func accessToken() async throws -> String {
+        if let token, clock.now < token.expiresAt {
             return token.value
         }
         switch await refresh() {
         case .token(let token): return token.value
         case .rejected(let text): throw TokenUnavailable(realm: settings.realm, reason: text.message)
-        case .unavailable(let reason): throw TokenUnavailable(realm: settings.realm, reason: reason)
+        case .unavailable(let failure, _): throw failure
         }
     }
 
@@ -124,7 +116,7 @@ actor AuthService: Authenticator, Service {
         switch await refresh() {
         case .token: return .renewed
         case .rejected(let text): return .rejected(text)
-        case .unavailable(let reason): return .unavailable(reason: reason)
+        case .unavailable(_, let reason): return .unavailable(reason: reason)
         }
     }
 
@@ -135,7 +127,11 @@ actor AuthService: Authenticator, Service {
             || settings.clientSecret != self.settings.clientSecret
             || settings.tokenURL != self.settings.tokenURL
         self.settings = settings
-        if credentialsChanged { token = nil }
+        if credentialsChanged {
+            token = nil
+            // Ask at once: work waiting for an operator after refused credentials may now go.
+            renewed.yield()
+        }
     }
 
     /// Whether a token is held and when it expires, for status displays.
@@ -156,11 +152,12 @@ actor AuthService: Authenticator, Service {
         case .token(let token):
             self.token = token
             lastProblem = nil
+            renewed.yield()
             logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now.duration(to: token.expiresAt))"])
         case .rejected(let text):
             lastProblem = "\(text.title): \(text.message)"
             logger.error("\(text.title): \(text.message) \(text.next ?? "")")
-        case .unavailable(let reason):
+        case .unavailable(_, let reason):
             lastProblem = reason
             logger.warning("no access token: \(reason)")
         }
@@ -168,22 +165,21 @@ actor AuthService: Authenticator, Service {
         return attempt
     }
 
-    /// One token request, through the bus.
+    /// One token request, bounded by the request timeout.
     private func fetch(_ settings: Settings) async -> Attempt {
-        let job = Job(id: "token", service: Self.service, scope: settings.host)
-        let http = self.http
-        let clock = self.clock
         do {
-            return .token(try await bus.run(job) { try await Self.requestToken(settings, http: http, clock: clock) })
-        } catch where error.reason == .handledByResponder {
-            let cause = error.failure.map { "\($0.text.message)" } ?? "the token endpoint refused them"
+            return .token(try await Self.requestToken(settings, http: http, clock: clock))
+        } catch let failure as HTTPFailure where [.unauthenticated, .invalid].contains(failure.category.kind) {
+            // 400 invalid_client, 401: the endpoint refused the client itself.
             return .rejected(OperatorText(
                 title: "Credentials rejected",
-                message: "The token endpoint \(settings.tokenURL) refused client \"\(settings.clientID)\": \(cause)",
+                message: "The token endpoint \(settings.tokenURL) refused client \"\(settings.clientID)\": \(failure.operatorText.message)",
                 next: "Fix the client secret (the \"client-secret\" credential or auth.client-secret-file), then reload errorbusd; waiting work resumes once a token is issued."
             ))
+        } catch let failure as any CategorizedError {
+            return .unavailable(failure, reason: failure.operatorText.message)
         } catch {
-            return .unavailable(error.description)
+            return .unavailable(error, reason: "\(error)")
         }
     }
 
