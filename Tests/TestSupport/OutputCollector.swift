@@ -5,6 +5,7 @@ import Synchronization
 /// of text or for the end of the stream.
 public final class OutputCollector: Sendable {
     private struct Waiter {
+        let id: UInt64
         /// `nil`: waiting for the end of the stream.
         var condition: (@Sendable (String) -> Bool)?
         var continuation: CheckedContinuation<Bool, Never>
@@ -14,6 +15,7 @@ public final class OutputCollector: Sendable {
         var bytes: [UInt8] = []
         var finished = false
         var waiters: [Waiter] = []
+        var nextWaiter: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -61,29 +63,40 @@ public final class OutputCollector: Sendable {
     }
 
     /// Waits until everything received so far satisfies `condition`; `false` if the stream ended
-    /// first.
+    /// first or the task was cancelled (a test's time limit).
     public func wait(until condition: @escaping @Sendable (String) -> Bool) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let answer = self.state.withLock { state -> Bool? in
-                let text = String(decoding: state.bytes, as: UTF8.self)
-                if condition(text) { return true }
-                if state.finished { return false }
-                state.waiters.append(Waiter(condition: condition, continuation: continuation))
-                return nil
-            }
-            if let answer { continuation.resume(returning: answer) }
-        }
+        await waiting(for: condition)
     }
 
-    /// Waits for the end of the stream.
+    /// Waits for the end of the stream (or the task's cancellation).
     public func waitForEnd() async {
-        _ = await withCheckedContinuation { continuation in
-            let finished = self.state.withLock { state -> Bool in
-                if state.finished { return true }
-                state.waiters.append(Waiter(condition: nil, continuation: continuation))
-                return false
+        _ = await waiting(for: nil)
+    }
+
+    private func waiting(for condition: (@Sendable (String) -> Bool)?) async -> Bool {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = self.state.withLock { state -> Bool? in
+                    if state.finished {
+                        return condition.map { $0(String(decoding: state.bytes, as: UTF8.self)) } ?? true
+                    }
+                    if let condition, condition(String(decoding: state.bytes, as: UTF8.self)) { return true }
+                    if Task.isCancelled { return false }
+                    state.waiters.append(Waiter(id: id, condition: condition, continuation: continuation))
+                    return nil
+                }
+                if let answer { continuation.resume(returning: answer) }
             }
-            if finished { continuation.resume(returning: true) }
+        } onCancel: {
+            let cancelled = self.state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            cancelled?.continuation.resume(returning: false)
         }
     }
 }

@@ -28,12 +28,14 @@ struct DaemonIntegrationTests {
     /// Runs `body` with a sandbox and a started daemon, and stops both.
     static func withDaemon(
         extra: String = "",
+        beforeStart: (SandboxProcess) async throws -> Void = { _ in },
         _ body: (SandboxProcess, DaemonProcess) async throws -> Void
     ) async throws {
         let scratch = try ScratchDirectory("daemon")
         let sandbox = try await SandboxProcess(in: scratch)
         let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, extra: extra)
         do {
+            try await beforeStart(sandbox)
             try await daemon.start()
             try await body(sandbox, daemon)
             let finished = try await daemon.stop()
@@ -102,11 +104,28 @@ struct DaemonIntegrationTests {
         }
     }
 
+    @Test func uploadsNeedingATokenParkWhileTheTokenEndpointIsDown() async throws {
+        // The first token request fails: every upload asks for a token, gets the endpoint's
+        // failure, and parks in the host's incident; none waits on a token request that is
+        // itself parked behind them.
+        try await Self.withDaemon(beforeStart: { try await $0.fault(#"{"route":"token","mode":"down"}"#) }) { sandbox, daemon in
+            for number in 0..<10 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("parked under incident 1", count: 10)
+            #expect(try Self.store(of: daemon).count(.parked) == 10)
+
+            try await sandbox.clearFaults()
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 10)
+        }
+    }
+
     @Test func a429WithRetryAfterIsHonoured() async throws {
         try await Self.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"items","mode":"status","status":429,"retryAfter":2}"#)
             for number in 0..<5 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
-            try await daemon.waitForLog("incident 1 opened")
+            // Every job answered 429 or held back unsent, before the API recovers.
+            try await daemon.waitForLog("parked under incident 1", count: 5)
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
 
