@@ -13,6 +13,9 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
     ],
     targets: [
         .executableTarget(
@@ -23,6 +26,18 @@ let package = Package(
             ],
             path: "Benchmarks/ErrorBusBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        // The plain AsyncHTTPClient PUT loop errorbusd's sync throughput is compared with
+        // (scripts/bench-daemon): the same requests, with nothing durable and no bus.
+        .executableTarget(
+            name: "sync-baseline",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            path: "SyncBaseline"
+        ),
     ]
 )
