@@ -17,6 +17,9 @@ struct Uploader: Sendable {
     let itemsURL: String
     let requestTimeout: Duration
 
+    /// Files are read and sent in chunks of this size, never whole.
+    static let chunkLength: Int64 = 64 * 1024
+
     func upload(_ job: OutboxJob) async throws {
         let token = try await auth.accessToken()
         do {
@@ -41,7 +44,12 @@ struct Uploader: Sendable {
                 request.headers.add(name: "Authorization", value: "Bearer \(token)")
                 request.headers.add(name: "Idempotency-Key", value: job.id)
                 request.headers.add(name: "Content-Type", value: "application/octet-stream")
-                request.body = .stream(handle.readChunks(chunkLength: .kibibytes(64)), length: .known(size))
+                if size <= Self.chunkLength {
+                    // One chunk: read it in one call and send it as is, without a body stream.
+                    request.body = .bytes(try await handle.readToEnd(maximumSizeAllowed: .bytes(Self.chunkLength)))
+                } else {
+                    request.body = .stream(handle.readChunks(chunkLength: .bytes(Self.chunkLength)), length: .known(size))
+                }
                 let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
                 let response: HTTPClientResponse
                 do {

@@ -28,8 +28,14 @@ enum Tmpfs {
     /// Remounts the tmpfs at `mountPoint` read-only (`true`) or read-write.
     static func remount(_ mountPoint: String, readOnly: Bool) throws {
         let flags = UInt(MS_REMOUNT) | (readOnly ? UInt(MS_RDONLY) : 0)
-        guard mount(nil, mountPoint, nil, flags, nil) == 0 else {
-            throw POSIXError(.init(rawValue: errno) ?? .EPERM)
+        // EBUSY: a file on it is open for writing. Ours are closed, but a child process another
+        // test is spawning holds a copy of every descriptor until its exec closes them
+        // (O_CLOEXEC); there is no event for that, so try again a few times.
+        for _ in 0..<100 {
+            if mount(nil, mountPoint, nil, flags, nil) == 0 { return }
+            guard errno == EBUSY else { break }
+            usleep(20_000)
         }
+        throw POSIXError(.init(rawValue: errno) ?? .EPERM)
     }
 }
