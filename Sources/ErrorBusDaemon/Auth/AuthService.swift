@@ -52,8 +52,6 @@ actor AuthService: Authenticator, Service {
     private var waiters: [CheckedContinuation<Attempt, Never>]?
     /// One element per token obtained, however it was asked for.
     private let (renewals, renewed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    /// The last attempt's failure, for status displays.
-    private(set) var lastProblem: String?
 
     init(settings: Settings, http: HTTPClient, bus: ErrorBus, logger: Logger) {
         self.settings = settings
@@ -134,11 +132,6 @@ actor AuthService: Authenticator, Service {
         }
     }
 
-    /// Whether a token is held and when it expires, for status displays.
-    var tokenExpiry: Duration? {
-        token.map { clock.now.duration(to: $0.expiresAt) }
-    }
-
     /// Gets a new token, once for all concurrent callers.
     private func refresh() async -> Attempt {
         if waiters != nil {
@@ -151,14 +144,11 @@ actor AuthService: Authenticator, Service {
         switch attempt {
         case .token(let token):
             self.token = token
-            lastProblem = nil
             renewed.yield()
             logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now.duration(to: token.expiresAt))"])
         case .rejected(let text):
-            lastProblem = "\(text.title): \(text.message)"
             logger.error("\(text.title): \(text.message) \(text.next ?? "")")
         case .unavailable(_, let reason):
-            lastProblem = reason
             logger.warning("no access token: \(reason)")
         }
         for waiter in waiting { waiter.resume(returning: attempt) }

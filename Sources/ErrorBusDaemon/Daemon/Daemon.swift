@@ -179,7 +179,7 @@ struct Readiness: Service {
     let logger: Logger
 
     func run() async throws {
-        logger.notice("errorbusd ready", metadata: ["startup": "\(startedAt.duration(to: .now).formatted)"])
+        logger.notice("errorbusd ready", metadata: ["startup": "\(DurationText.format(startedAt.duration(to: .now)))"])
         try await gracefulShutdown()
     }
 }

@@ -38,7 +38,7 @@ struct IncidentLog: Service {
             logger.error("incident \(incident.id) needs an operator: \(event.reason ?? incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
         case .incidentResolved:
             let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
-            logger.notice("incident \(incident.id) \(resolution) after \(incident.age.formatted): \(incident.failures) failures absorbed, \(incident.released) jobs released, \(incident.deadLettered) dead-lettered", metadata: metadata)
+            logger.notice("incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(incident.failures) failures absorbed, \(incident.released) jobs released, \(incident.deadLettered) dead-lettered", metadata: metadata)
         case .jobDeadLettered:
             logger.warning("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")", metadata: metadata)
             return
@@ -50,17 +50,5 @@ struct IncidentLog: Service {
         } catch {
             logger.error("cannot record incident \(incident.id) in the history: \(error)")
         }
-    }
-}
-
-extension Duration {
-    /// A short human form: "950ms", "12s", "3m 4s", "2h 5m".
-    var formatted: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) * 1e-18
-        if seconds < 1 { return "\(Int(seconds * 1000))ms" }
-        if seconds < 60 { return seconds < 10 ? String(format: "%.1fs", seconds) : "\(Int(seconds))s" }
-        let whole = Int(seconds)
-        if whole < 3600 { return "\(whole / 60)m \(whole % 60)s" }
-        return "\(whole / 3600)h \(whole % 3600 / 60)m"
     }
 }

@@ -90,9 +90,6 @@ actor SyncService: Service {
         wake.yield()
     }
 
-    /// Counts for status displays: jobs uploading now and jobs handed to the bus.
-    var activity: (uploading: Int, active: Int) { (running, active.count) }
-
     // MARK: - Finding files
 
     private func watch() async throws {
