@@ -7,6 +7,7 @@ import Foundation
 import _NIOFileSystem
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
 /// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
@@ -35,37 +36,67 @@ struct Uploader: Sendable {
 
     private func put(_ job: OutboxJob, token: String) async throws {
         let url = "\(itemsURL)/\(job.id)"
-        do {
-            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
-                let size = try await handle.info().size
-                guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
-                var request = HTTPClientRequest(url: url)
-                request.method = .PUT
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                request.headers.add(name: "Idempotency-Key", value: job.id)
-                request.headers.add(name: "Content-Type", value: "application/octet-stream")
-                if size <= Self.chunkLength {
-                    // One chunk: read it in one call and send it as is, without a body stream.
-                    request.body = .bytes(try await handle.readToEnd(maximumSizeAllowed: .bytes(Self.chunkLength)))
-                } else {
-                    request.body = .stream(handle.readChunks(chunkLength: .bytes(Self.chunkLength)), length: .known(size))
-                }
-                let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
-                let response: HTTPClientResponse
-                do {
-                    response = try await http.execute(request, deadline: deadline)
-                } catch {
-                    throw HTTPFailure(classifying: error, method: "PUT", url: url)
-                }
-                guard response.status == .created || response.status == .ok else {
-                    throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
-                }
-                // The answer's content does not matter; read it so the connection is reused.
-                _ = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
+        var request = HTTPClientRequest(url: url)
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Idempotency-Key", value: job.id)
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        if job.size <= Self.chunkLength {
+            // One chunk: opened, read and closed in one job on the blocking-I/O pool, and sent
+            // as one buffer without a body stream.
+            do {
+                request.body = .bytes(try await Self.contents(of: job))
+            } catch let error as SystemCallError {
+                throw OutboxFileFailure(error, job: job)
             }
-        } catch let error as FileSystemError {
-            throw OutboxFileFailure(error, job: job)
+            try await send(request, url: url)
+        } else {
+            do {
+                try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
+                    let size = try await handle.info().size
+                    guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
+                    request.body = .stream(handle.readChunks(chunkLength: .bytes(Self.chunkLength)), length: .known(size))
+                    try await send(request, url: url)
+                }
+            } catch let error as FileSystemError {
+                throw OutboxFileFailure(error, job: job)
+            }
         }
+    }
+
+    private func send(_ request: HTTPClientRequest, url: String) async throws {
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: deadline)
+        } catch {
+            throw HTTPFailure(classifying: error, method: "PUT", url: url)
+        }
+        guard response.status == .created || response.status == .ok else {
+            throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
+        }
+        // The answer's content does not matter; read it so the connection is reused.
+        _ = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
+    }
+
+    /// The whole content of a job's file of at most one chunk, checked against the size it had
+    /// when it was queued.
+    private static func contents(of job: OutboxJob) async throws -> ByteBuffer {
+        let read = try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
+            let descriptor = try SystemCall.check("open", path: job.path) { open(job.path, O_RDONLY | O_CLOEXEC) }
+            defer { try? SystemCall.close(descriptor) }
+            // One byte more than expected tells a file that grew.
+            var buffer = ByteBufferAllocator().buffer(capacity: Int(job.size) + 1)
+            while buffer.writableBytes > 0 {
+                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { (free) throws(SystemCallError) -> Int in
+                    try SystemCall.check("read", path: job.path) { Glibc.read(descriptor, free.baseAddress, free.count) }
+                }
+                if count == 0 { break }
+            }
+            return buffer
+        }
+        guard read.readableBytes == job.size else { throw OutboxFileFailure.changed(job, size: Int64(read.readableBytes)) }
+        return read
     }
 }
 
@@ -78,22 +109,35 @@ struct OutboxFileFailure: CategorizedError {
 
     init(_ error: FileSystemError, job: OutboxJob) {
         switch error.code {
-        case .notFound:
-            category = .invalid(reason: "the file is gone")
-            cause = "fileGone"
-            message = "\(job.fileName) was removed from the outbox before it could be uploaded."
-            scope = nil
-        case .permissionDenied:
-            category = .fatal
-            cause = "permissionDenied"
-            message = "errorbusd may not read \(job.path): permission denied."
-            scope = "sync"
-        default:
-            category = .fatal
-            cause = "outboxUnreadable"
-            message = "Could not read \(job.path): \(error.message)"
-            scope = "sync"
+        case .notFound: self = .gone(job)
+        case .permissionDenied: self = .permissionDenied(job)
+        default: self = .unreadable(job, error.message)
         }
+    }
+
+    init(_ error: SystemCallError, job: OutboxJob) {
+        switch error.errnoCode {
+        case ENOENT: self = .gone(job)
+        case EACCES, EPERM: self = .permissionDenied(job)
+        default: self = .unreadable(job, error.reason)
+        }
+    }
+
+    static func gone(_ job: OutboxJob) -> OutboxFileFailure {
+        OutboxFileFailure(
+            category: .invalid(reason: "the file is gone"),
+            cause: "fileGone",
+            message: "\(job.fileName) was removed from the outbox before it could be uploaded.",
+            scope: nil
+        )
+    }
+
+    static func permissionDenied(_ job: OutboxJob) -> OutboxFileFailure {
+        OutboxFileFailure(category: .fatal, cause: "permissionDenied", message: "errorbusd may not read \(job.path): permission denied.", scope: "sync")
+    }
+
+    static func unreadable(_ job: OutboxJob, _ reason: String) -> OutboxFileFailure {
+        OutboxFileFailure(category: .fatal, cause: "outboxUnreadable", message: "Could not read \(job.path): \(reason)", scope: "sync")
     }
 
     static func changed(_ job: OutboxJob, size: Int64) -> OutboxFileFailure {

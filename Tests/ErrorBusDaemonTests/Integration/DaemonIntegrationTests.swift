@@ -143,13 +143,35 @@ struct DaemonIntegrationTests {
         try await Self.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"field 'customer' is required"}"#)
             for number in 0..<3 { try daemon.drop("bad-\(number).bin", content: Self.content(number)) }
-            try await daemon.waitForLog("dead-lettered under incident", count: 3)
+            // Logged by the sync service once the store has the dead letter.
+            try await daemon.waitForLog("set aside as a dead letter: ", count: 3)
             let dead = try Self.store(of: daemon).jobs(.deadLettered)
             #expect(dead.count == 3)
             #expect(dead.allSatisfy { $0.reason?.contains("field 'customer' is required") == true })
             // Dead letters stay where the operator can see them.
             #expect(try daemon.outboxFiles().count == 3)
             #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
+        }
+    }
+
+    @Test func aFileChangedOrRemovedWhileParkedIsADeadLetterSayingSo() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            let changed = daemon.outbox + "/" + (try daemon.drop("changed.bin", content: Self.content(1)))
+            let removed = daemon.outbox + "/" + (try daemon.drop("removed.bin", content: Self.content(2)))
+            try await daemon.waitForLog("parked under incident 1", count: 2)
+            let handle = try #require(FileHandle(forWritingAtPath: changed))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("appended after it was queued".utf8))
+            try handle.close()
+            try FileManager.default.removeItem(atPath: removed)
+            try await sandbox.clearFaults()
+
+            try await daemon.waitForLog("set aside as a dead letter: ", count: 2)
+            let reasons = try Self.store(of: daemon).jobs(.deadLettered).compactMap(\.reason).sorted()
+            #expect(reasons.count == 2)
+            #expect(reasons.contains { $0.contains("changed.bin changed after it was queued") })
+            #expect(reasons.contains { $0.contains("removed.bin was removed from the outbox") })
         }
     }
 
