@@ -16,7 +16,10 @@ struct OutboxInspector: Sendable {
     /// What an outbox entry turned out to be.
     enum Verdict: Sendable, Equatable {
         /// A complete regular file, with its size and content key.
-        case ready(name: String, path: String, size: Int64, key: String)
+        case ready(size: Int64, key: String)
+        /// The same size and modification time as when it was last taken care of: not hashed
+        /// again.
+        case unchanged
         /// A dot-file: writers use hidden names while they write, then rename.
         case hidden
         /// Not a regular file (a directory, a socket, a link…).
@@ -27,14 +30,44 @@ struct OutboxInspector: Sendable {
         case unsettled
         /// Gone before it could be read.
         case vanished
+        /// Could not be looked at or read.
+        case unreadable(SystemCallError)
     }
 
-    /// Inspects `name`. `announced` is true when inotify reported the file complete (renamed in
-    /// or closed after writing), false when a rescan found it.
-    func inspect(_ name: String, announced: Bool) async throws -> Verdict {
-        if name.hasPrefix(".") { return .hidden }
+    /// One outbox entry, what it turned out to be, and its stamp when it was looked at.
+    struct Inspection: Sendable, Equatable {
+        let name: String
+        let stamp: FileStamp?
+        let verdict: Verdict
+
+        var path: String { "" }
+    }
+
+    /// Inspects `names` in one job on NIO's blocking-I/O thread pool, off the cooperative
+    /// executor. A name whose stamp is the one in `known` is ``Verdict/unchanged``. `announced`
+    /// is true when inotify reported the files complete (renamed in or closed after writing),
+    /// false when a rescan found them.
+    func inspect(_ names: [String], known: [String: FileStamp], announced: Bool) async throws -> [Inspection] {
+        try await NIOThreadPool.singleton.runIfActive {
+            names.map { name in inspect(name, known: known[name], announced: announced) }
+        }
+    }
+
+    func inspect(_ name: String, known: FileStamp?, announced: Bool) -> Inspection {
+        if name.hasPrefix(".") { return Inspection(name: name, stamp: nil, verdict: .hidden) }
         let path = directory + "/" + name
-        guard let info = try Self.status(ofLink: path) else { return .vanished }
+        let info: stat
+        do {
+            guard let found = try Self.status(ofLink: path) else { return Inspection(name: name, stamp: nil, verdict: .vanished) }
+            info = found
+        } catch {
+            return Inspection(name: name, stamp: nil, verdict: .unreadable(error))
+        }
+        let stamp = FileStamp(info)
+        return Inspection(name: name, stamp: stamp, verdict: stamp == known ? .unchanged : verdict(path, info, announced: announced))
+    }
+
+    private func verdict(_ path: String, _ info: stat, announced: Bool) -> Verdict {
         guard info.st_mode & S_IFMT == S_IFREG else { return .notRegularFile }
         let size = Int64(info.st_size)
         guard size <= maxFileSize else { return .tooLarge(size: size) }
@@ -46,15 +79,15 @@ struct OutboxInspector: Sendable {
             guard age >= settleTime else { return .unsettled }
         }
         do {
-            let key = try await ContentKey.of(fileAt: path)
-            return .ready(name: name, path: path, size: size, key: key)
-        } catch let error as SystemCallError where error.errnoCode == ENOENT {
+            return .ready(size: size, key: try ContentKey.of(fileAt: path))
+        } catch where error.errnoCode == ENOENT {
             return .vanished
+        } catch {
+            return .unreadable(error)
         }
     }
 
-    /// `lstat(path)`, or nil when nothing is there any more. Synchronous on purpose: Swift 6.3
-    /// crashes in AllocBoxToStack when an async function lets a closure write a local `stat`.
+    /// `lstat(path)`, or nil when nothing is there any more.
     private static func status(ofLink path: String) throws(SystemCallError) -> stat? {
         var info = stat()
         do {
@@ -83,13 +116,9 @@ struct OutboxInspector: Sendable {
 /// A file's idempotency key: the hex SHA-256 of its content, so the same content dropped twice
 /// is one item for the API.
 enum ContentKey {
-    /// Hashes the file on NIO's blocking-I/O thread pool, off the cooperative executor.
-    ///
-    /// Plain `read(2)` in a loop rather than `_NIOFileSystem`'s async chunks: hashing async
-    /// chunks into a captured `SHA256` sends Swift 6.3's AllocBoxToStack pass into a search that
-    /// outlasts the rest of the build.
-    static func of(fileAt path: String) async throws -> String {
-        try await NIOThreadPool.singleton.runIfActive { try hex(of: hash(fileAt: path)) }
+    /// Hashes the file with plain `read(2)` calls: blocking, for the I/O thread pool.
+    static func of(fileAt path: String) throws(SystemCallError) -> String {
+        hex(of: try hash(fileAt: path))
     }
 
     private static func hex(of digest: SHA256.Digest) -> String {
@@ -110,5 +139,18 @@ enum ContentKey {
             if count == 0 { return hasher.finalize() }
             hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
+    }
+}
+
+/// An outbox entry's size and modification time, to tell whether it changed since it was seen.
+struct FileStamp: Equatable, Sendable {
+    let size: Int64
+    let modifiedSeconds: Int
+    let modifiedNanoseconds: Int
+
+    init(_ info: stat) {
+        size = Int64(info.st_size)
+        modifiedSeconds = info.st_mtim.tv_sec
+        modifiedNanoseconds = info.st_mtim.tv_nsec
     }
 }

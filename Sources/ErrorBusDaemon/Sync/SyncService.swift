@@ -123,28 +123,42 @@ actor SyncService: Service {
         OutboxInspector(directory: settings.outbox, maxFileSize: settings.maxFileSize, settleTime: settings.settleTime)
     }
 
-    /// Turns outbox entries into durable jobs.
+    /// Turns outbox entries into durable jobs, a slice at a time: each slice is inspected (and
+    /// hashed) in one job on the I/O thread pool, then queued in one transaction.
     private func ingest(_ names: [String], announced: Bool) async {
         let inspector = self.inspector
-        var ready: [NewJob] = []
-        for name in names {
-            let stamp = FileStamp(path: inspector.directory + "/" + name)
-            if let stamp, seen[name] == stamp { continue }
-            let verdict: OutboxInspector.Verdict
+        for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
+            let slice = names[start..<min(start + Self.ingestSlice, names.count)]
+            let known = slice.reduce(into: [String: FileStamp]()) { known, name in known[name] = seen[name] }
+            let inspections: [OutboxInspector.Inspection]
             do {
-                verdict = try await inspector.inspect(name, announced: announced)
+                inspections = try await inspector.inspect(Array(slice), known: known, announced: announced)
             } catch {
-                logger.error("cannot read \(name) in the outbox: \(error)")
-                continue
+                // Only when the thread pool has stopped: the daemon is shutting down.
+                logger.error("cannot inspect the outbox: \(error)")
+                return
             }
-            switch verdict {
-            case .ready(let name, let path, let size, let key):
-                ready.append(NewJob(id: key, service: Self.service, fileName: name, path: path, size: size))
-                seen[name] = stamp
+            await enqueue(inspections, directory: inspector.directory)
+        }
+    }
+
+    /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
+    static let ingestSlice = 512
+
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String) async {
+        var ready: [NewJob] = []
+        for inspection in inspections {
+            let name = inspection.name
+            switch inspection.verdict {
+            case .ready(let size, let key):
+                ready.append(NewJob(id: key, service: Self.service, fileName: name, path: directory + "/" + name, size: size))
+                seen[name] = inspection.stamp
             case .tooLarge(let size):
-                seen[name] = stamp
+                seen[name] = inspection.stamp
                 await reportTooLarge(name, size: size)
-            case .hidden, .notRegularFile, .vanished, .unsettled:
+            case .unreadable(let error):
+                logger.error("cannot read \(name) in the outbox: \(error)")
+            case .unchanged, .hidden, .notRegularFile, .vanished, .unsettled:
                 continue
             }
         }
@@ -194,7 +208,8 @@ actor SyncService: Service {
                 while let job = await nextJob() {
                     running += 1
                     active.insert(job.id)
-                    uploads.addTask { await self.submit(job) }
+                    let settings = settings
+                    uploads.addTask { await self.submit(job, settings: settings) }
                 }
             }
         }
@@ -224,8 +239,7 @@ actor SyncService: Service {
         return nil
     }
 
-    private nonisolated func submit(_ job: OutboxJob) async {
-        let settings = await self.settings
+    private nonisolated func submit(_ job: OutboxJob, settings: Settings) async {
         let uploader = Uploader(http: http, auth: auth, itemsURL: settings.itemsURL, requestTimeout: settings.requestTimeout)
         let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
         let submission = await bus.submit(busJob) {
@@ -243,12 +257,13 @@ actor SyncService: Service {
         case .completed:
             await delivered(job)
         case .parked(let incident):
-            logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
             do {
                 if let incident { try store.markParked(job.id, incident: incident.rawValue) }
             } catch {
                 await reportStoreFailure(error, doing: "record \(job.fileName) as parked")
             }
+            // After the store has it: tests wait for this line to read the store.
+            logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
         case .stopped(let stopped):
             await ended(job, stopped)
         }
@@ -337,20 +352,5 @@ actor SyncService: Service {
             )
         )
         await bus.report(failure)
-    }
-}
-
-/// An outbox entry's size and modification time, to tell whether it changed since it was seen.
-struct FileStamp: Equatable, Sendable {
-    let size: Int64
-    let modifiedSeconds: Int
-    let modifiedNanoseconds: Int
-
-    init?(path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
-        size = Int64(info.st_size)
-        modifiedSeconds = info.st_mtim.tv_sec
-        modifiedNanoseconds = info.st_mtim.tv_nsec
     }
 }
