@@ -36,6 +36,8 @@ actor SyncService: Service {
     private let auth: AuthService
     private let http: HTTPClient
     private let logger: Logger
+    /// Uploads with the current settings; shared by every job.
+    private var uploader: Uploader
 
     /// Jobs handed to the bus whose outcome the store does not have yet: uploading, parked in the
     /// bus, or being recorded. A job leaves only once the store says what became of it, so that
@@ -62,6 +64,7 @@ actor SyncService: Service {
         self.auth = auth
         self.http = http
         self.logger = logger
+        self.uploader = Uploader(http: http, auth: auth, settings: settings)
     }
 
     /// Watches and rescans the outbox and uploads what it finds, until graceful shutdown; then
@@ -87,6 +90,7 @@ actor SyncService: Service {
         var settings = settings
         settings.outbox = self.settings.outbox
         self.settings = settings
+        uploader = Uploader(http: http, auth: auth, settings: settings)
         wake.yield()
     }
 
@@ -208,8 +212,9 @@ actor SyncService: Service {
                 while let job = await nextJob() {
                     running += 1
                     active.insert(job.id)
-                    let settings = settings
-                    uploads.addTask { await self.submit(job, settings: settings) }
+                    let (upload, uploader) = (Upload(job), uploader)
+                    let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
+                    uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
                 }
             }
         }
@@ -239,9 +244,9 @@ actor SyncService: Service {
         return nil
     }
 
-    private nonisolated func submit(_ job: OutboxJob, settings: Settings) async {
-        let uploader = Uploader(http: http, auth: auth, itemsURL: settings.itemsURL, requestTimeout: settings.requestTimeout)
-        let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
+    /// Hands a job to the bus. What the two closures capture stays in memory for as long as the
+    /// bus holds the job parked: an `Upload` and two references, not the whole stored job.
+    private nonisolated func submit(_ job: Upload, as busJob: Job, with uploader: Uploader) async {
         let submission = await bus.submit(busJob) {
             try await uploader.upload(job)
         } completion: { outcome in
@@ -251,7 +256,7 @@ actor SyncService: Service {
     }
 
     /// Records what the first run of a job came to.
-    private func submitted(_ job: OutboxJob, _ submission: Submission) async {
+    private func submitted(_ job: Upload, _ submission: Submission) async {
         running -= 1
         switch submission {
         case .completed:
@@ -271,7 +276,7 @@ actor SyncService: Service {
     }
 
     /// Records the final outcome of a job the bus held.
-    private func finished(_ job: OutboxJob, _ outcome: JobOutcome) async {
+    private func finished(_ job: Upload, _ outcome: JobOutcome) async {
         switch outcome {
         case .succeeded: await delivered(job)
         case .stopped(let stopped): await ended(job, stopped)
@@ -279,7 +284,7 @@ actor SyncService: Service {
         wake.yield()
     }
 
-    private func delivered(_ job: OutboxJob) async {
+    private func delivered(_ job: Upload) async {
         defer { active.remove(job.id) }
         do {
             _ = try await store.markDelivered(job.id)
@@ -295,7 +300,7 @@ actor SyncService: Service {
         }
     }
 
-    private func ended(_ job: OutboxJob, _ stopped: JobStopped) async {
+    private func ended(_ job: Upload, _ stopped: JobStopped) async {
         defer { active.remove(job.id) }
         do {
             switch stopped.reason {

@@ -12,16 +12,23 @@ import NIOPosix
 /// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
 /// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
 /// thrown, categorised, for the bus.
-struct Uploader: Sendable {
+final class Uploader: Sendable {
     let http: HTTPClient
     let auth: AuthService
     let itemsURL: String
     let requestTimeout: Duration
 
+    init(http: HTTPClient, auth: AuthService, settings: SyncService.Settings) {
+        self.http = http
+        self.auth = auth
+        self.itemsURL = settings.itemsURL
+        self.requestTimeout = settings.requestTimeout
+    }
+
     /// Files are read and sent in chunks of this size, never whole.
     static let chunkLength: Int64 = 64 * 1024
 
-    func upload(_ job: OutboxJob) async throws {
+    func upload(_ job: Upload) async throws {
         let token = try await auth.accessToken()
         do {
             try await put(job, token: token)
@@ -34,7 +41,7 @@ struct Uploader: Sendable {
         }
     }
 
-    private func put(_ job: OutboxJob, token: String) async throws {
+    private func put(_ job: Upload, token: String) async throws {
         let url = "\(itemsURL)/\(job.id)"
         var request = HTTPClientRequest(url: url)
         request.method = .PUT
@@ -81,7 +88,7 @@ struct Uploader: Sendable {
 
     /// The whole content of a job's file of at most one chunk, checked against the size it had
     /// when it was queued.
-    private static func contents(of job: OutboxJob) async throws -> ByteBuffer {
+    private static func contents(of job: Upload) async throws -> ByteBuffer {
         let read = try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
             let descriptor = try SystemCall.check("open", path: job.path) { open(job.path, O_RDONLY | O_CLOEXEC) }
             defer { try? SystemCall.close(descriptor) }
@@ -100,6 +107,21 @@ struct Uploader: Sendable {
     }
 }
 
+/// What an upload needs to know of its job.
+struct Upload: Sendable, Equatable {
+    let id: String
+    let fileName: String
+    let path: String
+    let size: Int64
+
+    init(_ job: OutboxJob) {
+        id = job.id
+        fileName = job.fileName
+        path = job.path
+        size = job.size
+    }
+}
+
 /// A local problem with an outbox file: gone, changed, unreadable.
 struct OutboxFileFailure: CategorizedError {
     let category: ErrorCategory
@@ -107,7 +129,7 @@ struct OutboxFileFailure: CategorizedError {
     let message: String
     let scope: String?
 
-    init(_ error: FileSystemError, job: OutboxJob) {
+    init(_ error: FileSystemError, job: Upload) {
         switch error.code {
         case .notFound: self = .gone(job)
         case .permissionDenied: self = .permissionDenied(job)
@@ -115,7 +137,7 @@ struct OutboxFileFailure: CategorizedError {
         }
     }
 
-    init(_ error: SystemCallError, job: OutboxJob) {
+    init(_ error: SystemCallError, job: Upload) {
         switch error.errnoCode {
         case ENOENT: self = .gone(job)
         case EACCES, EPERM: self = .permissionDenied(job)
@@ -123,7 +145,7 @@ struct OutboxFileFailure: CategorizedError {
         }
     }
 
-    static func gone(_ job: OutboxJob) -> OutboxFileFailure {
+    static func gone(_ job: Upload) -> OutboxFileFailure {
         OutboxFileFailure(
             category: .invalid(reason: "the file is gone"),
             cause: "fileGone",
@@ -132,15 +154,15 @@ struct OutboxFileFailure: CategorizedError {
         )
     }
 
-    static func permissionDenied(_ job: OutboxJob) -> OutboxFileFailure {
+    static func permissionDenied(_ job: Upload) -> OutboxFileFailure {
         OutboxFileFailure(category: .fatal, cause: "permissionDenied", message: "errorbusd may not read \(job.path): permission denied.", scope: "sync")
     }
 
-    static func unreadable(_ job: OutboxJob, _ reason: String) -> OutboxFileFailure {
+    static func unreadable(_ job: Upload, _ reason: String) -> OutboxFileFailure {
         OutboxFileFailure(category: .fatal, cause: "outboxUnreadable", message: "Could not read \(job.path): \(reason)", scope: "sync")
     }
 
-    static func changed(_ job: OutboxJob, size: Int64) -> OutboxFileFailure {
+    static func changed(_ job: Upload, size: Int64) -> OutboxFileFailure {
         OutboxFileFailure(
             category: .invalid(reason: "the file changed after it was queued"),
             cause: "fileChanged",
