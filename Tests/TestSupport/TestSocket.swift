@@ -1,11 +1,11 @@
-import Foundation
+public import Foundation
 import Glibc
 
 /// A directory under /tmp for one test's sockets, removed when the value goes away.
-final class TemporaryDirectory: Sendable {
-    let path: String
+public final class TemporaryDirectory: Sendable {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         var template = Array("/tmp/errorbus-systemd-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else { throw TestSocketError.call("mkdtemp", errno) }
         self.path = String(cString: created)
@@ -16,19 +16,21 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-struct TestSocketError: Error, CustomStringConvertible {
-    var description: String
+public struct TestSocketError: Error, CustomStringConvertible {
+    public var description: String
 
-    static func call(_ name: String, _ code: CInt) -> TestSocketError {
+    public init(description: String) { self.description = description }
+
+    public static func call(_ name: String, _ code: CInt) -> TestSocketError {
         TestSocketError(description: "\(name): \(String(cString: strerror(code))) (errno \(code))")
     }
 }
 
 /// An `AF_UNIX` socket a test owns: a datagram socket standing in for `$NOTIFY_SOCKET`, or a
 /// stream connection to a socket-activated service.
-final class TestSocket: Sendable {
-    let descriptor: CInt
-    let path: String
+public final class TestSocket: Sendable {
+    public let descriptor: CInt
+    public let path: String
 
     private init(descriptor: CInt, path: String) {
         self.descriptor = descriptor
@@ -40,7 +42,7 @@ final class TestSocket: Sendable {
     }
 
     /// A datagram socket bound to `path` (`@name` for the abstract namespace).
-    static func datagram(boundTo path: String) throws -> TestSocket {
+    public static func datagram(boundTo path: String) throws -> TestSocket {
         let descriptor = socket(AF_UNIX, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TestSocketError.call("socket", errno) }
         let socket = TestSocket(descriptor: descriptor, path: path)
@@ -50,7 +52,7 @@ final class TestSocket: Sendable {
     }
 
     /// An unbound datagram socket connected to `path`.
-    static func datagram(connectedTo path: String) throws -> TestSocket {
+    public static func datagram(connectedTo path: String) throws -> TestSocket {
         let descriptor = socket(AF_UNIX, CInt(SOCK_DGRAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TestSocketError.call("socket", errno) }
         let socket = TestSocket(descriptor: descriptor, path: path)
@@ -60,7 +62,7 @@ final class TestSocket: Sendable {
     }
 
     /// A stream connection to the socket at `path`, with a 10-second receive timeout.
-    static func stream(connectedTo path: String) throws -> TestSocket {
+    public static func stream(connectedTo path: String) throws -> TestSocket {
         let descriptor = socket(AF_UNIX, CInt(SOCK_STREAM.rawValue) | CInt(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TestSocketError.call("socket", errno) }
         let socket = TestSocket(descriptor: descriptor, path: path)
@@ -72,7 +74,7 @@ final class TestSocket: Sendable {
     }
 
     /// Every datagram already queued, without waiting for more.
-    func receiveQueued() throws -> [String] {
+    public func receiveQueued() throws -> [String] {
         var datagrams: [String] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -86,7 +88,7 @@ final class TestSocket: Sendable {
     }
 
     /// Waits (at most the socket's receive timeout) for one datagram.
-    func receive(timeout seconds: Int) throws -> String {
+    public func receive(timeout seconds: Int) throws -> String {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(self.descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -96,7 +98,7 @@ final class TestSocket: Sendable {
     }
 
     /// Reads the stream until the other side closes it.
-    func readToEnd() throws -> String {
+    public func readToEnd() throws -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
