@@ -63,6 +63,7 @@ let package = Package(
             dependencies: [
                 "ErrorBus",
                 "CNetlink",
+                "Systemd",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -85,6 +86,7 @@ let package = Package(
             name: "errorbusd",
             dependencies: [
                 "ErrorBusDaemon",
+                "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -2,6 +2,7 @@ import ArgumentParser
 import ErrorBusDaemon
 import Foundation
 import Logging
+import Systemd
 
 /// errorbusd: keeps a host's background work with a remote API going through outages.
 @main
@@ -26,30 +27,55 @@ struct Errorbusd: AsyncParsableCommand {
     func run() async throws {
         let startedAt = ContinuousClock.now
         let environment = ProcessInfo.processInfo.environment
+        let notifier = SystemdNotifier()
         let configuration: DaemonConfiguration
         do {
             configuration = try await DaemonConfiguration.load(file: config, environment: environment)
         } catch {
             FileHandle.standardError.write(Data("errorbusd: \(error)\n".utf8))
+            if !checkConfig { try? notifier.failing(errno: EINVAL, status: "configuration unusable: \(error)") }
             throw ExitCode(ConfigurationError.exitCode)
         }
         if checkConfig {
             print("\(config): the configuration can be used")
             return
         }
-        let level = configuration.log.level
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        Self.bootstrapLogging(level: configuration.log.level)
+        let logger = Logger(label: "errorbusd")
         let daemon = Daemon(
             configuration: configuration,
             configurationFile: config,
             environment: environment,
-            logger: Logger(label: "errorbusd"),
-            startedAt: startedAt
+            logger: logger,
+            startedAt: startedAt,
+            notifier: notifier,
+            watchdogInterval: try? SystemdNotifier.watchdogInterval()
         )
-        try await daemon.run()
+        do {
+            try await daemon.run()
+        } catch {
+            logger.critical("errorbusd stopped on an error: \(error)")
+            try? notifier.failing(errno: Daemon.errnoCode(of: error), status: "failed: \(error)")
+            throw error
+        }
+    }
+
+    /// Writes to the journal natively when standard error is connected to it (systemd's
+    /// `$JOURNAL_STREAM`), as lines on standard error otherwise.
+    static func bootstrapLogging(level: Logger.Level) {
+        if SystemdEnvironment.current.standardErrorIsJournal {
+            let writer = JournalWriter()
+            LoggingSystem.bootstrap { label in
+                var handler = JournalLogHandler(label: label, writer: writer, syslogIdentifier: "errorbusd")
+                handler.logLevel = level
+                return handler
+            }
+        } else {
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
     }
 }

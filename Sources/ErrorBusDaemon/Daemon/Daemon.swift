@@ -9,6 +9,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
+public import Systemd
 import UnixSignals
 
 /// errorbusd: the bus and the services, assembled into one service group.
@@ -22,19 +23,28 @@ public struct Daemon: Sendable {
     private let environment: [String: String]
     private let logger: Logger
     private let startedAt: ContinuousClock.Instant
+    private let notifier: SystemdNotifier
+    private let watchdogInterval: Duration?
 
     /// - Parameters:
     ///   - configuration: The configuration, already loaded and valid.
     ///   - configurationFile: Where it came from, to read it again on SIGHUP.
     ///   - environment: The environment it was read with.
     ///   - startedAt: When the process started, to report how long it took to be ready.
+    ///   - notifier: Where readiness, status and watchdog pings go: `$NOTIFY_SOCKET` by default,
+    ///     nowhere outside systemd.
+    ///   - watchdogInterval: systemd's `WATCHDOG_USEC`, if it set one.
     public init(
         configuration: DaemonConfiguration,
         configurationFile: String?,
         environment: [String: String],
         logger: Logger,
-        startedAt: ContinuousClock.Instant = .now
+        startedAt: ContinuousClock.Instant = .now,
+        notifier: SystemdNotifier = SystemdNotifier(),
+        watchdogInterval: Duration? = nil
     ) {
+        self.notifier = notifier
+        self.watchdogInterval = watchdogInterval
         self.configuration = configuration
         self.configurationFile = configurationFile
         self.environment = environment
@@ -74,6 +84,8 @@ public struct Daemon: Sendable {
             await bus.setAuthenticator(auth)
             let sync = SyncService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
             let loader = LoaderService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
+            let network = NetworkChangeMonitor(logger: logger) { await bus.networkChanged() }
+            let manager = ServiceManager(notifier: notifier, logger: logger)
             let reload = ReloadService(
                 file: configurationFile,
                 environment: environment,
@@ -81,10 +93,15 @@ public struct Daemon: Sendable {
                 auth: auth,
                 sync: sync,
                 loader: loader,
+                manager: manager,
                 logger: logger
             )
-            let network = NetworkChangeMonitor(logger: logger) { await bus.networkChanged() }
-            let ready = Readiness(startedAt: startedAt, logger: logger)
+            var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
+                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, logger: logger)),
+            ]
+            if let interval = watchdogInterval {
+                supervision.append(.init(service: Watchdog(interval: interval, bus: bus, manager: manager, logger: logger)))
+            }
 
             // The bus first and the incident log second, so they stop last: the services hand
             // them their final outcomes on the way out.
@@ -97,8 +114,7 @@ public struct Daemon: Sendable {
                     .init(service: sync),
                     .init(service: loader),
                     .init(service: reload),
-                    .init(service: ready),
-                ],
+                ] + supervision,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],
                 logger: logger
@@ -111,6 +127,20 @@ public struct Daemon: Sendable {
         }
         try await http.shutdown()
         logger.info("errorbusd stopped")
+    }
+
+    /// The `errno` that best says why the daemon stopped on `error`, for systemd's `ERRNO=`.
+    public static func errnoCode(of error: any Error) -> CInt {
+        switch error {
+        case let error as SystemCallError: error.errnoCode
+        case let error as SystemdError where error.errnoCode > 0: error.errnoCode
+        case let error as StoreError where error.isDiskFull: ENOSPC
+        case let error as StoreError where error.isReadOnly: EROFS
+        case let error as StoreError where error.isPermissionDenied: EACCES
+        case let error as StoreError where error.isInUse: EBUSY
+        case is ConfigurationError: EINVAL
+        default: EIO
+        }
     }
 
     /// Creates the outbox and resource directories if they are missing.
@@ -169,17 +199,5 @@ extension ServiceGroupConfiguration {
         var configuration = self
         configuration.maximumGracefulShutdownDuration = deadline
         return configuration
-    }
-}
-
-/// Logs once everything is assembled and running, with the time it took since the process
-/// started.
-struct Readiness: Service {
-    let startedAt: ContinuousClock.Instant
-    let logger: Logger
-
-    func run() async throws {
-        logger.notice("errorbusd ready", metadata: ["startup": "\(DurationText.format(startedAt.duration(to: .now)))"])
-        try await gracefulShutdown()
     }
 }

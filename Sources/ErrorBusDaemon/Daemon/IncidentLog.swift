@@ -1,14 +1,38 @@
 import ErrorBus
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Logging
 import ServiceLifecycle
 
 /// Tells the story of each incident: one log line per lifecycle step (opened, needs an operator,
 /// resolved), never one per failure, and a row per incident in the store's history.
+///
+/// In the journal each line carries a fixed `MESSAGE_ID` per step, explained by
+/// `systemd/errorbusd.catalog` (`journalctl -x`), and the fields `ERRORBUS_INCIDENT`,
+/// `ERRORBUS_SERVICE`, `ERRORBUS_CATEGORY`, `ERRORBUS_SCOPE`, and where they apply
+/// `ERRORBUS_FAILURES`, `ERRORBUS_JOBS` and `ERRORBUS_NEXT_ATTEMPT_USEC` (wall-clock µs):
+/// `journalctl MESSAGE_ID=e44d68978ee64cfc9599df6a0d606e34 ERRORBUS_SERVICE=sync`.
 struct IncidentLog: Service {
     let bus: ErrorBus
     let store: JobStore
     let logger: Logger
+
+    /// `MESSAGE_ID` of "incident opened".
+    static let opened = "e44d68978ee64cfc9599df6a0d606e34"
+    /// `MESSAGE_ID` of "incident needs an operator".
+    static let escalated = "070b087487244f118d9a75293993bfec"
+    /// `MESSAGE_ID` of "incident resolved".
+    static let resolved = "922e01c430864cbe9849f334ff057a57"
+
+    /// `CLOCK_REALTIME` in microseconds, `delay` from now.
+    static func realtimeMicroseconds(in delay: Duration) -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let (seconds, attoseconds) = delay.components
+        return (Int64(now.tv_sec) + seconds) * 1_000_000 + Int64(now.tv_nsec) / 1_000 + attoseconds / 1_000_000_000_000
+    }
 
     func run() async throws {
         let subscription = await bus.subscribe()
@@ -25,22 +49,33 @@ struct IncidentLog: Service {
             }
             return
         }
-        let metadata: Logger.Metadata = [
-            "incident": "\(incident.id)",
-            "category": "\(incident.category.kind)",
-            "scope": "\(incident.fingerprint.scope)",
-            "service": "\(incident.service)",
+        var metadata: Logger.Metadata = [
+            "ERRORBUS_INCIDENT": "\(incident.id)",
+            "ERRORBUS_SERVICE": "\(incident.service)",
+            "ERRORBUS_CATEGORY": "\(incident.category.kind)",
+            "ERRORBUS_SCOPE": "\(incident.fingerprint.scope)",
         ]
+        if let next = incident.next {
+            metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = "\(Self.realtimeMicroseconds(in: next.delay))"
+        }
         switch event.kind {
         case .incidentOpened:
+            metadata["MESSAGE_ID"] = "\(Self.opened)"
             logger.warning("incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
         case .escalated:
+            metadata["MESSAGE_ID"] = "\(Self.escalated)"
+            metadata["ERRORBUS_JOBS"] = "\(incident.parked + incident.deadLettered)"
             logger.error("incident \(incident.id) needs an operator: \(event.reason ?? incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
         case .incidentResolved:
+            metadata["MESSAGE_ID"] = "\(Self.resolved)"
+            metadata["ERRORBUS_FAILURES"] = "\(incident.failures)"
+            metadata["ERRORBUS_JOBS"] = "\(incident.released)"
+            metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = nil
             let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
             logger.notice("incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(incident.failures) failures absorbed, \(incident.released) jobs released, \(incident.deadLettered) dead-lettered", metadata: metadata)
         case .jobDeadLettered:
-            logger.warning("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")", metadata: metadata)
+            // One line per job, so only at debug level: the incident's own entries tell the story.
+            logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
             return
         default:
             return

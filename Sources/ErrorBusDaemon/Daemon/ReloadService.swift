@@ -1,6 +1,7 @@
 import ErrorBus
 import Logging
 import ServiceLifecycle
+import Systemd
 import UnixSignals
 
 /// Reloads the configuration on SIGHUP and hands each service its new settings. Parked and
@@ -13,6 +14,7 @@ actor ReloadService: Service {
     private let auth: AuthService
     private let sync: SyncService
     private let loader: LoaderService
+    private let manager: ServiceManager
     private let logger: Logger
 
     init(
@@ -22,8 +24,10 @@ actor ReloadService: Service {
         auth: AuthService,
         sync: SyncService,
         loader: LoaderService,
+        manager: ServiceManager,
         logger: Logger
     ) {
+        self.manager = manager
         self.file = file
         self.environment = environment
         self.current = current
@@ -42,6 +46,9 @@ actor ReloadService: Service {
     /// Reads the configuration again and applies what can change while running.
     @discardableResult
     func reload() async -> Bool {
+        manager.send(.reloading())
+        // READY=1 again whatever the outcome: a broken configuration leaves the running one.
+        defer { manager.send(.ready) }
         let next: DaemonConfiguration
         do {
             next = try await DaemonConfiguration.load(file: file, environment: environment)

@@ -307,7 +307,8 @@ actor SyncService: Service {
             case .deadLettered:
                 let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
                 try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
-                logger.warning("\(job.fileName) set aside as a dead letter: \(reason)")
+                // One line per job, so not above info: the incident's entries tell the story.
+                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
             case .discarded, .cancelledByOperator:
                 try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
             case .parkingFull:

@@ -28,12 +28,13 @@ struct DaemonIntegrationTests {
     /// Runs `body` with a sandbox and a started daemon, and stops both.
     static func withDaemon(
         extra: String = "",
+        environment: [String: String] = [:],
         beforeStart: (SandboxProcess) async throws -> Void = { _ in },
         _ body: (SandboxProcess, DaemonProcess) async throws -> Void
     ) async throws {
         let scratch = try ScratchDirectory("daemon")
         let sandbox = try await SandboxProcess(in: scratch)
-        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, extra: extra)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, extra: extra, environment: environment)
         do {
             try await beforeStart(sandbox)
             try await daemon.start()

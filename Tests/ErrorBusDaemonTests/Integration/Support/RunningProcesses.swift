@@ -124,7 +124,8 @@ final class DaemonProcess: Sendable {
     private let process: Mutex<ChildProcess?>
 
     /// Lays out a daemon's directories and configuration (`extra` is appended to the YAML).
-    init(in scratch: borrowing ScratchDirectory, sandbox: SandboxProcess, extra: String = "") throws {
+    /// `environment` is added to the process's (e.g. `NOTIFY_SOCKET`).
+    init(in scratch: borrowing ScratchDirectory, sandbox: SandboxProcess, extra: String = "", environment added: [String: String] = [:]) throws {
         root = scratch.path
         outbox = scratch.file("outbox")
         stateDirectory = scratch.file("state")
@@ -142,6 +143,9 @@ final class DaemonProcess: Sendable {
         environment.removeValue(forKey: "STATE_DIRECTORY")
         environment.removeValue(forKey: "RUNTIME_DIRECTORY")
         environment.removeValue(forKey: "NOTIFY_SOCKET")
+        environment.removeValue(forKey: "WATCHDOG_USEC")
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        environment.merge(added) { $1 }
         self.environment = environment
         process = Mutex(nil)
     }

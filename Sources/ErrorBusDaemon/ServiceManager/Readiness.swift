@@ -1,0 +1,56 @@
+import ErrorBus
+import Logging
+import ServiceLifecycle
+import Systemd
+
+/// Says errorbusd is ready once everything is assembled and running (a log line with the time
+/// since the process started, and `READY=1`), keeps the service manager's `STATUS=` line current
+/// from the bus, and says `STOPPING=1` when graceful shutdown begins.
+///
+/// The status follows the bus's events, at most once per `minimumInterval`, and is refreshed
+/// every `refreshInterval` while an incident is open so its "next probe in …" stays true. An
+/// unchanged line is not sent again.
+struct Readiness: Service {
+    let startedAt: ContinuousClock.Instant
+    let bus: ErrorBus
+    let manager: ServiceManager
+    let logger: Logger
+    var minimumInterval: Duration = .seconds(1)
+    var refreshInterval: Duration = .seconds(5)
+
+    func run() async throws {
+        logger.notice("errorbusd ready", metadata: ["startup": "\(DurationText.format(startedAt.duration(to: .now)))"])
+        let first = StatusLine.render(await bus.snapshot())
+        manager.send(.ready, .status(first))
+        if manager.notifier.isEnabled {
+            try? await untilGracefulShutdown { await keepStatusCurrent(from: first) }
+        } else {
+            try? await gracefulShutdown()
+        }
+        manager.send(.stopping, .status("stopping: finishing uploads under way"))
+    }
+
+    private func keepStatusCurrent(from first: String) async {
+        let (changes, change) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let subscription = await bus.subscribe()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await _ in subscription { change.yield() }
+            }
+            group.addTask {
+                while (try? await Task.sleep(for: refreshInterval)) != nil { change.yield() }
+            }
+            group.addTask {
+                var sent = first
+                for await _ in changes {
+                    let line = StatusLine.render(await bus.snapshot())
+                    if line != sent {
+                        manager.send(.status(line))
+                        sent = line
+                    }
+                    guard (try? await Task.sleep(for: minimumInterval)) != nil else { return }
+                }
+            }
+        }
+    }
+}

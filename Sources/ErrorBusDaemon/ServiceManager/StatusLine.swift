@@ -1,0 +1,58 @@
+import ErrorBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// errorbusd's one-line state for `systemctl status` (`STATUS=`): what is held back and why,
+/// e.g. `sync: 212 parked, 10.0.0.5 unreachable since 10:42, next probe in 8s`.
+enum StatusLine {
+    static func render(_ snapshot: BusSnapshot) -> String {
+        guard !snapshot.incidents.isEmpty else {
+            return snapshot.isRunning ? "running, no open incident" : "starting"
+        }
+        return snapshot.incidents.map(render).joined(separator: "; ")
+    }
+
+    static func render(_ incident: IncidentSnapshot) -> String {
+        var parts = ["\(incident.service): \(incident.parked) parked"]
+        parts.append("\(incident.fingerprint.scope) \(condition(incident.category.kind)) since \(clockTime(ago: incident.age))")
+        if incident.state == .needsOperator {
+            parts.append("needs an operator")
+        } else if let next = incident.next {
+            parts.append("\(phrase(next.step)) in \(DurationText.format(next.delay))")
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    static func condition(_ kind: ErrorCategory.Kind) -> String {
+        switch kind {
+        case .unreachable: "unreachable"
+        case .transient: "failing"
+        case .rateLimited: "rate-limiting"
+        case .unauthenticated: "refusing credentials"
+        case .invalid: "rejecting jobs"
+        case .fatal: "paused"
+        }
+    }
+
+    static func phrase(_ step: PolicyStep) -> String {
+        switch step {
+        case .canary: "next attempt"
+        case .probe: "next probe"
+        case .reauthenticate: "re-authenticating"
+        case .close: "closing"
+        }
+    }
+
+    /// The local wall-clock time `age` ago, as `HH:MM`.
+    static func clockTime(ago age: Duration) -> String {
+        var now = time_t()
+        time(&now)
+        var then = now - time_t(age.components.seconds)
+        var parts = tm()
+        localtime_r(&then, &parts)
+        let hour = parts.tm_hour < 10 ? "0\(parts.tm_hour)" : "\(parts.tm_hour)"
+        let minute = parts.tm_min < 10 ? "0\(parts.tm_min)" : "\(parts.tm_min)"
+        return "\(hour):\(minute)"
+    }
+}
