@@ -116,6 +116,7 @@ let package = Package(
             name: "ErrorBusDaemonTests",
             dependencies: [
                 "ErrorBusDaemon",
+                "Systemd",
                 "ErrorBus",
                 "ErrorBusTesting",
                 "Sandbox",

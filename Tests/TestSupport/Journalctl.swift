@@ -1,18 +1,17 @@
-import Foundation
-import TestSupport
+public import Foundation
 
 /// One journal entry as `journalctl -o json` prints it.
-struct JournalRecord: Sendable {
+public struct JournalRecord: Sendable {
     /// Every value of every field (a field may occur more than once in an entry).
-    var fields: [String: [String]]
+    public var fields: [String: [String]]
 
     /// The value of a field that occurs once.
-    subscript(name: String) -> String? {
+    public subscript(name: String) -> String? {
         guard let values = self.fields[name], values.count == 1 else { return nil }
         return values[0]
     }
 
-    init(json: [String: Any]) {
+    public init(json: [String: Any]) {
         var fields: [String: [String]] = [:]
         for (name, value) in json {
             fields[name] = Self.strings(value)
@@ -31,10 +30,10 @@ struct JournalRecord: Sendable {
 }
 
 /// Reads the journal back with the real `journalctl`.
-enum Journalctl {
+public enum Journalctl {
     /// The entries matching `matches` (`FIELD=value`), polling journalctl (at most 10 seconds)
     /// until there are at least `count`; journald may need a moment to write them.
-    static func entries(_ matches: [String], atLeast count: Int) async throws -> [JournalRecord] {
+    public static func entries(_ matches: [String], atLeast count: Int) async throws -> [JournalRecord] {
         var records: [JournalRecord] = []
         for attempt in 0..<100 {
             if attempt > 0 { try await Task.sleep(for: .milliseconds(100)) }

@@ -1,10 +1,9 @@
 import Glibc
 import Synchronization
-import TestSupport
 
 /// The real systemd-journald the journal tests write to and read back with journalctl.
-enum Journald {
-    static let socketPath = "/run/systemd/journal/socket"
+public enum Journald {
+    public static let socketPath = "/run/systemd/journal/socket"
 
     private static let startup = Mutex(())
 
@@ -13,7 +12,7 @@ enum Journald {
     /// systemd is not PID 1 on a build machine or in a container, so nobody else starts it. The
     /// daemon is started with `$NOTIFY_SOCKET` pointing at a socket of ours, and this waits for its
     /// `READY=1` (at most 10 seconds). It keeps running after the tests, like a system service.
-    static func ensureRunning() throws {
+    public static func ensureRunning() throws {
         try self.startup.withLock { _ throws in
             if self.isAnswering() { return }
             let directory = try TemporaryDirectory()
@@ -33,7 +32,7 @@ enum Journald {
 
     /// Whether something is bound to the journal socket (connecting a datagram socket to a path
     /// nobody listens on fails with `ECONNREFUSED`).
-    static func isAnswering() -> Bool {
+    public static func isAnswering() -> Bool {
         (try? TestSocket.datagram(connectedTo: socketPath)) != nil
     }
 }

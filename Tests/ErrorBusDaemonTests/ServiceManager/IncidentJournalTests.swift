@@ -1,0 +1,61 @@
+import ErrorBus
+@testable import ErrorBusDaemon
+import Foundation
+import Logging
+import Systemd
+import Testing
+import TestSupport
+
+/// The incident story as the real systemd-journald stores it: one entry per lifecycle step with
+/// its MESSAGE_ID and ERRORBUS_* fields, read back with journalctl.
+@Suite(.timeLimit(.minutes(1)))
+struct IncidentJournalTests {
+    @Test func aBurstOf100000FailuresWithOneCauseIsTwoJournalEntries() async throws {
+        try Journald.ensureRunning()
+        let identifier = "errorbus-test-\(UInt32.random(in: 0...UInt32.max))"
+        let writer = JournalWriter()
+        var logger = Logger(label: "errorbusd") { JournalLogHandler(label: $0, writer: writer, syslogIdentifier: identifier) }
+        logger.logLevel = .info
+        let directory = try TemporaryDirectory()
+        let store = try JobStore(directory: directory.path, logger: logger)
+        let bus = ErrorBus(logger: logger)
+        let log = IncidentLog(bus: bus, store: store, logger: logger)
+        let events = await bus.subscribe()
+
+        let failure = Failure(
+            category: .unreachable,
+            scope: "api.example.net",
+            cause: "connectionRefused",
+            service: "sync",
+            text: OperatorText(title: "API refused the connection", message: "api.example.net:443 refused the connection.")
+        )
+        var incidents = Set<IncidentID>()
+        for _ in 0..<100_000 {
+            if let id = await bus.report(failure) { incidents.insert(id) }
+        }
+        let incident = try #require(incidents.first)
+        #expect(incidents.count == 1)
+        try await bus.discard(incident: incident)
+
+        // The bridge sees every event of the burst; it writes only lifecycle steps.
+        for await event in events {
+            log.record(event)
+            if event.kind == .incidentResolved { break }
+        }
+
+        // journald handles datagrams in order: once the last step is there, all of them are.
+        _ = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(identifier)", "MESSAGE_ID=\(IncidentLog.resolved)"], atLeast: 1)
+        let entries = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(identifier)", "ERRORBUS_INCIDENT=\(incident)"], atLeast: 2)
+        #expect(entries.count == 2)
+        let opened = try #require(entries.first { $0["MESSAGE_ID"] == IncidentLog.opened })
+        #expect(opened["ERRORBUS_SERVICE"] == "sync")
+        #expect(opened["ERRORBUS_CATEGORY"] == "unreachable")
+        #expect(opened["ERRORBUS_SCOPE"] == "api.example.net")
+        #expect(opened["PRIORITY"] == "4")
+        let resolved = try #require(entries.first { $0["MESSAGE_ID"] == IncidentLog.resolved })
+        #expect(resolved["ERRORBUS_FAILURES"] == "100000")
+        #expect(resolved["ERRORBUS_JOBS"] == "0")
+        #expect(resolved["MESSAGE"]?.contains("100000 failures absorbed") == true)
+        try await store.close()
+    }
+}
