@@ -1,7 +1,4 @@
 import ErrorBus
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -26,12 +23,10 @@ struct IncidentLog: Service {
     /// `MESSAGE_ID` of "incident resolved".
     static let resolved = "922e01c430864cbe9849f334ff057a57"
 
-    /// `CLOCK_REALTIME` in microseconds, `delay` from now.
+    /// Wall-clock time (`CLOCK_REALTIME`) in microseconds, `delay` from now.
     static func realtimeMicroseconds(in delay: Duration) -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
         let (seconds, attoseconds) = delay.components
-        return (Int64(now.tv_sec) + seconds) * 1_000_000 + Int64(now.tv_nsec) / 1_000 + attoseconds / 1_000_000_000_000
+        return Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()) + seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     }
 
     func run() async throws {

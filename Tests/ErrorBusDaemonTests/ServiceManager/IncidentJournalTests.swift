@@ -52,6 +52,10 @@ struct IncidentJournalTests {
         #expect(opened["ERRORBUS_CATEGORY"] == "unreachable")
         #expect(opened["ERRORBUS_SCOPE"] == "api.example.net")
         #expect(opened["PRIORITY"] == "4")
+        // The first probe is planned: when, on the wall clock, in microseconds.
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let next = try #require(opened["ERRORBUS_NEXT_ATTEMPT_USEC"].flatMap { Int64($0) })
+        #expect(next > now - 60_000_000 && next < now + 3_600_000_000)
         let resolved = try #require(entries.first { $0["MESSAGE_ID"] == IncidentLog.resolved })
         #expect(resolved["ERRORBUS_FAILURES"] == "100000")
         #expect(resolved["ERRORBUS_JOBS"] == "0")
