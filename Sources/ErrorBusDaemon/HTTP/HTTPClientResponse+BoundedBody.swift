@@ -31,19 +31,31 @@ extension HTTPClientResponse {
         let body = self.body
         // The body is read in a task of its own that the deadline, a timer on an event loop,
         // cancels (cancelling it stops the download: the body stream cancels its request). A
-        // child task and a `Task.sleep` beside it cost twice as much per request.
-        let reading = Task { try await body.collect(upTo: limit) }
-        let timer = BodyDeadline(reading)
-        let scheduled = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) { timer.expire() }
+        // child task and a `Task.sleep` beside it cost twice as much per request. Whichever of
+        // the read and the timer ends first decides, so a body read in time is never thrown
+        // away because the timer fired before this task got to look at it.
+        let race = BodyDeadline()
+        let reading = Task { () async throws -> ByteBuffer in
+            do {
+                let collected = try await body.collect(upTo: limit)
+                // A read the timer cancelled may end "successfully" with part of the body.
+                guard race.finish() else { throw CancellationError() }
+                return collected
+            } catch {
+                _ = race.finish()
+                throw error
+            }
+        }
+        let scheduled = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) {
+            if race.expire() { reading.cancel() }
+        }
         let result = await withTaskCancellationHandler {
             await reading.result
         } onCancel: {
             reading.cancel()
         }
         scheduled.cancel()
-        // Whatever the download came to once the deadline passed (an error, or a body cut
-        // short), the answer was too slow.
-        guard !timer.expired else {
+        guard !race.expired else {
             throw HTTPFailure(
                 category: .transient,
                 cause: "deadlineExceeded",
@@ -68,17 +80,21 @@ extension HTTPClientResponse {
     }
 }
 
-/// Cancels a body download when its deadline passes, and remembers that it did.
+/// The race between reading a body and its deadline: the first to end wins.
 private final class BodyDeadline: Sendable {
-    private let task: Task<ByteBuffer, any Error>
-    private let state = Atomic<Bool>(false)
+    private static let (running, finished, expiredState) = (UInt8(0), UInt8(1), UInt8(2))
+    private let state = Atomic<UInt8>(0)
 
-    init(_ task: Task<ByteBuffer, any Error>) { self.task = task }
-
-    var expired: Bool { state.load(ordering: .acquiring) }
-
-    func expire() {
-        state.store(true, ordering: .releasing)
-        task.cancel()
+    /// The read ended (with the body or an error); `false` when the deadline had won.
+    func finish() -> Bool {
+        state.compareExchange(expected: Self.running, desired: Self.finished, ordering: .acquiringAndReleasing).exchanged
     }
+
+    /// The deadline passed; `true` when the read had not ended yet (cancel it).
+    func expire() -> Bool {
+        state.compareExchange(expected: Self.running, desired: Self.expiredState, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Whether the deadline won.
+    var expired: Bool { state.load(ordering: .acquiring) == Self.expiredState }
 }
