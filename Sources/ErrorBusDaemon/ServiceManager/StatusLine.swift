@@ -7,9 +7,8 @@ import Glibc
 /// e.g. `sync: 212 parked, 10.0.0.5 unreachable since 10:42, next probe in 8s`.
 enum StatusLine {
     static func render(_ snapshot: BusSnapshot) -> String {
-        guard !snapshot.incidents.isEmpty else {
-            return snapshot.isRunning ? "running, no open incident" : "starting"
-        }
+        // Sent from the moment the services run; the bus's own loop may start a moment later.
+        guard !snapshot.incidents.isEmpty else { return "running, no open incident" }
         return snapshot.incidents.map(render).joined(separator: "; ")
     }
 
