@@ -91,6 +91,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // io.errorbus.Control: the control interface's types, methods and errors, shared by
+        // errorbusd (which serves it) and errorbusctl (which calls it).
+        .target(
+            name: "ErrorBusControl",
+            dependencies: ["Varlink"]
+        ),
         // A small program the network tests run inside a network namespace of their own.
         .executableTarget(
             name: "network-test-helper",
