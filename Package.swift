@@ -64,6 +64,8 @@ let package = Package(
                 "ErrorBus",
                 "CNetlink",
                 "Systemd",
+                "Varlink",
+                "ErrorBusControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

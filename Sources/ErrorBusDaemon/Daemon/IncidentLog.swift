@@ -28,10 +28,7 @@ struct IncidentLog: Service {
 
     /// `CLOCK_REALTIME` in microseconds, `delay` from now.
     static func realtimeMicroseconds(in delay: Duration) -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let (seconds, attoseconds) = delay.components
-        return (Int64(now.tv_sec) + seconds) * 1_000_000 + Int64(now.tv_nsec) / 1_000 + attoseconds / 1_000_000_000_000
+        Int64(((Date().timeIntervalSince1970 + delay.timeInterval) * 1_000_000).rounded())
     }
 
     func run() async throws {
