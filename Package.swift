@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
         .executable(name: "errorbusd", targets: ["errorbusd"]),
         .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
+        .executable(name: "errorbusctl", targets: ["errorbusctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -98,6 +99,16 @@ let package = Package(
         .target(
             name: "ErrorBusControl",
             dependencies: ["Varlink"]
+        ),
+        // `errorbusctl`: the control CLI, a Varlink client of io.errorbus.Control.
+        .executableTarget(
+            name: "errorbusctl",
+            dependencies: [
+                "Varlink",
+                "ErrorBusControl",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // A small program the network tests run inside a network namespace of their own.
         .executableTarget(
