@@ -223,6 +223,65 @@ struct ControlIntegrationTests {
         }
     }
 
+    @Test func membersOfTheControlGroupMayChangeThings() async throws {
+        // nogroup (65534) is the control group. uid 65534 runs with gid 0 here, so that only the
+        // user database (getgrouplist: nobody's primary group is nogroup) makes it a member.
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_CONTROL_GROUP": "nogroup"]) { sandbox, daemon in
+            #expect(chmod(daemon.root, 0o755) == 0)
+            try await Self.outage(sandbox, daemon, count: 1)
+            let command = [Binaries.path("errorbusctl"), "retry", "1", "--json", "--socket", daemon.controlSocket]
+            let member = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=0", "--clear-groups"] + command)
+            #expect(try Self.json(Control.Count.self, member).count == 1)
+            try await daemon.waitForLog("control: Retry by uid 65534")
+
+            // uid 1 (daemon) is no member of nogroup.
+            let other = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=1", "--regid=1", "--clear-groups"] + command)
+            #expect(other.status == 77)
+            #expect(other.standardError.contains("members of group nogroup"))
+        }
+    }
+
+    @Test func aSocketPassedBySocketActivationIsAdopted() async throws {
+        let scratch = try ScratchDirectory("activation")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        defer { try? FileManager.default.removeItem(atPath: daemon.controlSocket) }
+        let activated = scratch.file("activated.socket")
+        // systemd-socket-activate binds the socket, waits for a connection, then execs errorbusd
+        // with it as descriptor 3, named as errorbusd.socket names it.
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            ["--listen=\(activated)", "--fdname=io.errorbus.Control", "-E", "CREDENTIALS_DIRECTORY=\(daemon.environment["CREDENTIALS_DIRECTORY"] ?? "")",
+             Binaries.path("errorbusd"), "--config", daemon.configurationFile],
+            environment: daemon.environment
+        )
+        do {
+            let listening = await activator.waitForStandardError(containing: "Listening on \(activated)")
+            try #require(listening, "systemd-socket-activate did not start: \(activator.standardError.text)")
+
+            // The first call starts errorbusd, which answers it on the socket it was given.
+            let status = try Self.json(
+                Control.Status.self,
+                try await ChildProcess.run(Binaries.path("errorbusctl"), ["status", "--json", "--socket", activated])
+            )
+            #expect(status.services.map(\.name) == ["sync", "loader", "auth"])
+            #expect(await activator.waitForStandardError(containing: "errorbusd ready"))
+            #expect(activator.standardError.text.contains("Varlink server listening"))
+            #expect(activator.standardError.text.contains("fd:3"))
+            // It did not bind control.socket-path as well.
+            #expect(!FileManager.default.fileExists(atPath: daemon.controlSocket))
+        } catch {
+            activator.signal(SIGKILL)
+            _ = await activator.waitForExit()
+            try? await sandbox.stop()
+            throw error
+        }
+        activator.terminate()
+        let finished = await activator.waitForExit()
+        #expect(finished.status == 0, "errorbusd exited with \(finished.status):\n\(finished.standardError)")
+        try await sandbox.stop()
+    }
+
     @Test func deadLettersAreListedRetriedAndDiscarded() async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"field 'customer' is required"}"#)
