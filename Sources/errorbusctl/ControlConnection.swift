@@ -67,6 +67,12 @@ enum ControlConnection {
         if let problem = try? Control.reloadFailed.parameters(of: error) {
             return "reload failed: \(problem.reason)"
         }
+        if error.name == "io.errorbus.varlink.TooManyConnections" {
+            return "errorbusd has as many control connections as it takes (control.max-connections); try again later"
+        }
+        if error.name == "io.errorbus.varlink.MessageTooLarge" {
+            return "the request or the answer is too large for the control socket"
+        }
         if let problem = try? Control.storeUnavailable.parameters(of: error) {
             return "errorbusd cannot read its store: \(problem.reason)"
         }
