@@ -247,3 +247,24 @@ struct Reload: AsyncParsableCommand {
         print("configuration reloaded")
     }
 }
+
+// MARK: - Every command
+
+/// A command of errorbusctl: it talks to the control socket with the global options.
+protocol ControlCommand: AsyncParsableCommand {
+    var options: GlobalOptions { get }
+}
+
+extension Status: ControlCommand {}
+extension Incidents: ControlCommand {}
+extension IncidentCommand: ControlCommand {}
+extension Jobs: ControlCommand {}
+extension Dead: ControlCommand {}
+extension Watch: ControlCommand {}
+extension Retry: ControlCommand {}
+extension Discard: ControlCommand {}
+extension Cancel: ControlCommand {}
+extension Pause: ControlCommand {}
+extension Resume: ControlCommand {}
+extension Reauth: ControlCommand {}
+extension Reload: ControlCommand {}
