@@ -370,36 +370,36 @@ struct ControlIntegrationTests {
     @Test func aRawClientIsAnsweredAndMisbehavingOnesDoNotDisturbIt() async throws {
         try await Daemon.withDaemon { _, daemon in
             let client = try RawVarlink(daemon.controlSocket)
-            let status = try #require(try client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#))
+            let status = try #require(try await client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#))
             let parameters = try #require(status["parameters"] as? [String: Any])
             let services = try #require(parameters["services"] as? [[String: Any]])
             #expect(services.compactMap { $0["name"] as? String } == ["sync", "loader", "auth"])
             #expect(services.first?["state"] as? String == "running")
 
             // Typed errors for a wrong type, an unknown method, a missing incident.
-            let wrongType = try #require(try client.call(#"{"method":"io.errorbus.Control.Retry","parameters":{"incident":"one"}}"#))
+            let wrongType = try #require(try await client.call(#"{"method":"io.errorbus.Control.Retry","parameters":{"incident":"one"}}"#))
             #expect(wrongType["error"] as? String == "org.varlink.service.InvalidParameter")
             #expect((wrongType["parameters"] as? [String: Any])?["parameter"] as? String == "incident")
-            let unknown = try #require(try client.call(#"{"method":"io.errorbus.Control.Explode"}"#))
+            let unknown = try #require(try await client.call(#"{"method":"io.errorbus.Control.Explode"}"#))
             #expect(unknown["error"] as? String == "org.varlink.service.MethodNotFound")
-            let missing = try #require(try client.call(#"{"method":"io.errorbus.Control.GetIncident","parameters":{"id":7}}"#))
+            let missing = try #require(try await client.call(#"{"method":"io.errorbus.Control.GetIncident","parameters":{"id":7}}"#))
             #expect(missing["error"] as? String == "io.errorbus.Control.NoSuchIncident")
             #expect((missing["parameters"] as? [String: Any])?["id"] as? Int == 7)
 
             // A message over 1 MiB is refused and its connection closed; a message that stalls
             // halfway is cut off after the message timeout. The first client is still answered.
             let flooder = try RawVarlink(daemon.controlSocket)
-            try? flooder.send(bytes: Array(#"{"method":"io.errorbus.Control.GetStatus","parameters":{"x":""#.utf8) + [UInt8](repeating: 0x61, count: 2 << 20))
-            let tooLarge = try flooder.receive()
+            try? await flooder.send(bytes: Array(#"{"method":"io.errorbus.Control.GetStatus","parameters":{"x":""#.utf8) + [UInt8](repeating: 0x61, count: 2 << 20))
+            let tooLarge = try await flooder.receive()
             #expect(tooLarge?["error"] as? String == "io.errorbus.varlink.MessageTooLarge")
-            #expect(try flooder.receive() == nil)
+            #expect(try await flooder.receive() == nil)
             let staller = try RawVarlink(daemon.controlSocket)
-            try staller.send(bytes: Array(#"{"method":"io.errorbus.Con"#.utf8))
-            #expect(try client.call(#"{"method":"io.errorbus.Control.ListIncidents"}"#)?["parameters"] != nil)
-            while let message = try staller.receive() {
+            try await staller.send(bytes: Array(#"{"method":"io.errorbus.Con"#.utf8))
+            #expect(try await client.call(#"{"method":"io.errorbus.Control.ListIncidents"}"#)?["parameters"] != nil)
+            while let message = try await staller.receive() {
                 #expect(message["error"] != nil)
             }
-            #expect(try client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
         }
     }
 
@@ -407,15 +407,15 @@ struct ControlIntegrationTests {
         try await Daemon.withDaemon(environment: ["ERRORBUSD_CONTROL_MAX_CONNECTIONS": "2"]) { _, daemon in
             let first = try RawVarlink(daemon.controlSocket)
             let second = try RawVarlink(daemon.controlSocket)
-            #expect(try first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
-            #expect(try second.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await second.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
             let third = try RawVarlink(daemon.controlSocket)
-            let refused = try third.receive()
+            let refused = try await third.receive()
             #expect(refused?["error"] as? String == "io.errorbus.varlink.TooManyConnections")
             let viaCtl = try await Self.ctl(daemon, "status")
             #expect(viaCtl.status == 1)
             #expect(viaCtl.standardError.contains("as many control connections as it takes"))
-            #expect(try first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
         }
     }
 

@@ -20,7 +20,7 @@ struct ServiceManagerIntegrationTests {
             let log = try daemon.current.standardError.text
             let listening = try #require(log.range(of: "Varlink server listening"))
             #expect(listening.lowerBound < (log.range(of: "errorbusd ready")?.lowerBound ?? log.startIndex))
-            #expect(try RawVarlink(daemon.controlSocket).call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await RawVarlink(daemon.controlSocket).call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
 
             // Half the watchdog interval, while the bus answers.
             _ = try await messages.wait { $0 == "WATCHDOG=1" }
