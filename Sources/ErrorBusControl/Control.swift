@@ -9,7 +9,8 @@ public import Varlink
 /// anyone who can open the socket; the methods marked *mutating* answer `PermissionDenied` unless
 /// the caller is root or a member of `control.group`.
 ///
-/// Times are ISO 8601 strings in UTC (`2026-11-22T10:42:07Z`); counts are jobs.
+/// Times are ISO 8601 strings in UTC, to the millisecond (`2026-11-22T10:42:07.250Z`); counts are
+/// jobs.
 public enum Control {
     /// `io.errorbus.Control`
     public static let interfaceName = "io.errorbus.Control"

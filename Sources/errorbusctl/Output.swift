@@ -85,12 +85,19 @@ struct Output {
 
     /// A time as people say it relative to now: "in 8s", "3m ago", "now".
     func relative(_ iso: String?) -> String {
-        guard let iso, let date = try? Date(iso, strategy: .iso8601) else { return "-" }
+        guard let iso, let date = Self.date(iso) else { return "-" }
         return Self.relative(date, now: now)
     }
 
+    /// An ISO 8601 time, with or without fractional seconds.
+    static func date(_ iso: String) -> Date? {
+        (try? Date(iso, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) ?? (try? Date(iso, strategy: .iso8601))
+    }
+
     static func relative(_ date: Date, now: Date) -> String {
-        let seconds = Int((date.timeIntervalSince(now)).rounded())
+        let interval = date.timeIntervalSince(now)
+        // Something due in 600 ms is "in 1s", not "now"; something 600 ms old is "now".
+        let seconds = interval > 0 ? Int(interval.rounded(.up)) : Int(interval.rounded())
         if seconds == 0 { return "now" }
         let text = duration(abs(seconds))
         return seconds > 0 ? "in \(text)" : "\(text) ago"

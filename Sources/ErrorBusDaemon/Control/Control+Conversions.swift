@@ -2,10 +2,11 @@ import ErrorBus
 import ErrorBusControl
 import Foundation
 
-/// ISO 8601 in UTC, to the second, as every time of `io.errorbus.Control` is written.
+/// ISO 8601 in UTC, to the millisecond, as every time of `io.errorbus.Control` is written: a
+/// next step due in 600 ms must not read as due already.
 enum ControlTime {
     static func format(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle())
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 
     /// `duration` from `date`, forward (a positive duration) or back.

@@ -48,9 +48,11 @@ import Testing
         #expect(Output.relative(now.addingTimeInterval(-192), now: now) == "3m12s ago")
         #expect(Output.relative(now.addingTimeInterval(3725), now: now) == "in 1h2m")
         #expect(Output.relative(now.addingTimeInterval(-2 * 86_400 - 3 * 3600), now: now) == "2d3h ago")
-        #expect(Output.relative(now.addingTimeInterval(0.2), now: now) == "now")
+        #expect(Output.relative(now.addingTimeInterval(0.6), now: now) == "in 1s")
+        #expect(Output.relative(now.addingTimeInterval(-0.4), now: now) == "now")
         let output = Output(now: now)
         #expect(output.relative("2027-01-15T08:00:10Z") == Output.relative(Date(timeIntervalSince1970: 1_800_000_010), now: now))
+        #expect(output.relative("2027-01-15T08:00:10.250Z") == "in 11s")
         #expect(output.relative(nil) == "-")
     }
 
