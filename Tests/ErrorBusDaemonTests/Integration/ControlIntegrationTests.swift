@@ -435,6 +435,30 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// The reference implementation of Varlink (PyPI: varlink; `scripts/test` installs it) builds
+    /// its proxy from the interface definition errorbusd serves, then calls through it.
+    static let pythonClient = """
+        import json, sys, varlink
+        with varlink.Client(address="unix:" + sys.argv[1]) as client:
+            with client.open("io.errorbus.Control") as control:
+                status = control.GetStatus()
+                jobs = control.ListJobs(state="queued", limit=5)
+                try:
+                    control.GetIncident(id=99)
+                    error = None
+                except varlink.VarlinkError as e:
+                    error = e.error()
+                print(json.dumps({"services": [s["name"] for s in status["services"]], "total": jobs["total"], "error": error}))
+        """
+
+    @Test func thePythonReferenceClientReadsTheInterfaceAndCalls() async throws {
+        try await Daemon.withDaemon { _, daemon in
+            let finished = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", Self.pythonClient, daemon.controlSocket])
+            #expect(finished.status == 0, "\(finished.standardError)")
+            #expect(finished.standardOutput == #"{"services": ["sync", "loader", "auth"], "total": 0, "error": "io.errorbus.Control.NoSuchIncident"}"# + "\n")
+        }
+    }
+
     @Test func withoutADaemonErrorbusctlSaysSoAndExits69() async throws {
         let scratch = try ScratchDirectory("ctl")
         let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["status", "--socket", scratch.file("none.socket")])
