@@ -4,8 +4,9 @@ import ServiceLifecycle
 import Systemd
 
 /// Says errorbusd is ready once everything is assembled and running and the control socket
-/// accepts connections (a log line with the time since the process started, and `READY=1`), keeps the service manager's `STATUS=` line current
-/// from the bus, and says `STOPPING=1` when graceful shutdown begins.
+/// accepts connections (a log line with the time since the process started, and `READY=1`),
+/// keeps the service manager's `STATUS=` line current from the bus, and says `STOPPING=1` when
+/// graceful shutdown begins.
 ///
 /// The status follows the bus's events, at most once per `minimumInterval`, and is refreshed
 /// every `refreshInterval` while an incident is open so its "next probe in …" stays true. An
