@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
         .executable(name: "errorbusd", targets: ["errorbusd"]),
         .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
+        .executable(name: "errorbusctl", targets: ["errorbusctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -64,6 +65,8 @@ let package = Package(
                 "ErrorBus",
                 "CNetlink",
                 "Systemd",
+                "Varlink",
+                "ErrorBusControl",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -87,6 +90,22 @@ let package = Package(
             dependencies: [
                 "ErrorBusDaemon",
                 "Systemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // io.errorbus.Control: the control interface's types, methods and errors, shared by
+        // errorbusd (which serves it) and errorbusctl (which calls it).
+        .target(
+            name: "ErrorBusControl",
+            dependencies: ["Varlink"]
+        ),
+        // `errorbusctl`: the control CLI, a Varlink client of io.errorbus.Control.
+        .executableTarget(
+            name: "errorbusctl",
+            dependencies: [
+                "Varlink",
+                "ErrorBusControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -122,8 +141,11 @@ let package = Package(
                 "Sandbox",
                 "TestSupport",
                 "errorbusd",
+                "errorbusctl",
                 "errorbus-sandbox",
                 "network-test-helper",
+                "Varlink",
+                "ErrorBusControl",
                 "store-test-helper",
                 "CNetlink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -96,8 +96,26 @@ public struct Daemon: Sendable {
                 manager: manager,
                 logger: logger
             )
+            let controlSocket = ControlSocketReadiness()
+            let control = ControlServer(
+                control: ControlService(
+                    bus: bus,
+                    store: store,
+                    sync: sync,
+                    auth: auth,
+                    reload: reload,
+                    realm: configuration.api.realm,
+                    authorization: ControlAuthorization(group: configuration.control.group),
+                    startedAt: Date(),
+                    logger: logger
+                ),
+                configuration: configuration.control,
+                activated: try SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName),
+                listening: controlSocket,
+                logger: logger
+            )
             var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, logger: logger)),
+                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, controlSocket: controlSocket, logger: logger)),
             ]
             if let interval = watchdogInterval {
                 supervision.append(.init(service: Watchdog(interval: interval, bus: bus, manager: manager, logger: logger)))
@@ -114,6 +132,8 @@ public struct Daemon: Sendable {
                     .init(service: sync),
                     .init(service: loader),
                     .init(service: reload),
+                    // Before Readiness, which waits for it to listen; stops before the services.
+                    .init(service: control),
                 ] + supervision,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],

@@ -25,8 +25,7 @@ struct IncidentLog: Service {
 
     /// Wall-clock time (`CLOCK_REALTIME`) in microseconds, `delay` from now.
     static func realtimeMicroseconds(in delay: Duration) -> Int64 {
-        let (seconds, attoseconds) = delay.components
-        return Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()) + seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        Int64(((Date().timeIntervalSince1970 + delay.timeInterval) * 1_000_000).rounded())
     }
 
     func run() async throws {

@@ -3,9 +3,10 @@ import Logging
 import ServiceLifecycle
 import Systemd
 
-/// Says errorbusd is ready once everything is assembled and running (a log line with the time
-/// since the process started, and `READY=1`), keeps the service manager's `STATUS=` line current
-/// from the bus, and says `STOPPING=1` when graceful shutdown begins.
+/// Says errorbusd is ready once everything is assembled and running and the control socket
+/// accepts connections (a log line with the time since the process started, and `READY=1`),
+/// keeps the service manager's `STATUS=` line current from the bus, and says `STOPPING=1` when
+/// graceful shutdown begins.
 ///
 /// The status follows the bus's events, at most once per `minimumInterval`, and is refreshed
 /// every `refreshInterval` while an incident is open so its "next probe in …" stays true. An
@@ -14,11 +15,19 @@ struct Readiness: Service {
     let startedAt: ContinuousClock.Instant
     let bus: ErrorBus
     let manager: ServiceManager
+    /// The control socket, which must accept connections before `READY=1`; `nil` for none.
+    var controlSocket: ControlSocketReadiness?
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
 
     func run() async throws {
+        if let controlSocket, await !controlSocket.wait() {
+            // The control server failed (the group is stopping because of it) or errorbusd is
+            // stopping before it ever listened: not ready.
+            try? await gracefulShutdown()
+            return
+        }
         logger.notice("errorbusd ready", metadata: ["startup": "\(DurationText.format(startedAt.duration(to: .now)))"])
         let first = StatusLine.render(await bus.snapshot())
         manager.send(.ready, .status(first))

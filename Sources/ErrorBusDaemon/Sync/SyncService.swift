@@ -94,6 +94,11 @@ actor SyncService: Service {
         wake.yield()
     }
 
+    /// Looks at the queue again now: an operator queued dead letters again.
+    func wakeUp() {
+        wake.yield()
+    }
+
     // MARK: - Finding files
 
     private func watch() async throws {

@@ -16,6 +16,12 @@ struct ServiceManagerIntegrationTests {
             let ready = try await messages.wait { $0.contains("READY=1") }
             #expect(try daemon.current.standardError.text.contains("errorbusd ready"))
             #expect(ready.contains("STATUS=running, no open incident"))
+            // …and only once the control socket accepts connections.
+            let log = try daemon.current.standardError.text
+            let listening = try #require(log.range(of: "Varlink server listening"))
+            #expect(listening.lowerBound < (log.range(of: "errorbusd ready")?.lowerBound ?? log.startIndex))
+            // (No call on the socket here: while the test is not reading its notify socket, ten
+            // queued datagrams block errorbusd's sd_notify, and with it the call's handler.)
 
             // Half the watchdog interval, while the bus answers.
             _ = try await messages.wait { $0 == "WATCHDOG=1" }

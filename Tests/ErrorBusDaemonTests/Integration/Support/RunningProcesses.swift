@@ -120,6 +120,8 @@ final class DaemonProcess: Sendable {
     let outbox: String
     let stateDirectory: String
     let resources: String
+    /// The control socket (`control.socket-path`), in the scratch directory itself.
+    let controlSocket: String
     let environment: [String: String]
     private let process: Mutex<ChildProcess?>
 
@@ -130,13 +132,14 @@ final class DaemonProcess: Sendable {
         outbox = scratch.file("outbox")
         stateDirectory = scratch.file("state")
         resources = scratch.file("resources")
+        controlSocket = scratch.file("control.socket")
         let credentials = scratch.file("credentials")
         for directory in [outbox, stateDirectory, resources, credentials] {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         try Data(sandbox.clientSecret.utf8).write(to: URL(fileURLWithPath: credentials + "/client-secret"))
         configurationFile = scratch.file("errorbusd.yaml")
-        try Self.configuration(sandbox: sandbox, outbox: outbox, state: stateDirectory, resources: resources, extra: extra)
+        try Self.configuration(sandbox: sandbox, outbox: outbox, state: stateDirectory, resources: resources, control: controlSocket, extra: extra)
             .write(toFile: configurationFile, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ERRORBUSD_") }
         environment["CREDENTIALS_DIRECTORY"] = credentials
@@ -150,7 +153,7 @@ final class DaemonProcess: Sendable {
         process = Mutex(nil)
     }
 
-    static func configuration(sandbox: SandboxProcess, outbox: String, state: String, resources: String, extra: String) -> String {
+    static func configuration(sandbox: SandboxProcess, outbox: String, state: String, resources: String, control: String, extra: String) -> String {
         """
         api:
           base-url: \(sandbox.baseURL)
@@ -181,7 +184,7 @@ final class DaemonProcess: Sendable {
           release:
             spread: 1ms
         control:
-          socket-path: \(state)/control.socket
+          socket-path: \(control)
         \(extra)
         """
     }

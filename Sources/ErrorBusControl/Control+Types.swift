@@ -1,0 +1,405 @@
+public import Varlink
+
+extension Control {
+    // MARK: - Status
+
+    /// The reply of `GetStatus`.
+    public struct Status: Codable, Sendable, Equatable {
+        /// errorbusd's version.
+        public var version: String
+        /// When errorbusd started.
+        public var startedAt: String
+        /// The line errorbusd gives systemd as `STATUS=`.
+        public var statusLine: String
+        /// Whether the bus runs (policies only progress while it does).
+        public var running: Bool
+        /// sync, loader and auth, in this order.
+        public var services: [ServiceStatus]
+        /// Open incidents, oldest first.
+        public var incidents: [Incident]
+        /// Retries waiting for the retry budget.
+        public var waitingForBudget: Int
+        /// Tokens left in the retry budget.
+        public var retryBudgetTokens: Double
+
+        public init(
+            version: String, startedAt: String, statusLine: String, running: Bool, services: [ServiceStatus],
+            incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double
+        ) {
+            self.version = version
+            self.startedAt = startedAt
+            self.statusLine = statusLine
+            self.running = running
+            self.services = services
+            self.incidents = incidents
+            self.waitingForBudget = waitingForBudget
+            self.retryBudgetTokens = retryBudgetTokens
+        }
+    }
+
+    /// What a service is doing.
+    public enum ServiceState: String, Codable, Sendable, CaseIterable, VarlinkEnum {
+        /// No open incident holds its work back: it delivers.
+        case running
+        /// An incident holds its work back; the bus is working on it (probe, back-off, sign-in).
+        case held
+        /// An incident needs an operator (rejected credentials, dead letters).
+        case needsOperator
+        /// Paused, by an operator or by a local `fatal` failure, until resumed.
+        case paused
+        /// The bus is not running (starting or stopping).
+        case stopped
+    }
+
+    /// One service in `GetStatus`.
+    public struct ServiceStatus: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// `sync`, `loader` or `auth`.
+        public var name: String
+        public var state: ServiceState
+        /// Stored jobs waiting for their first (or next) upload.
+        public var queued: Int
+        /// Stored jobs being uploaded now.
+        public var inFlight: Int
+        /// Jobs parked under open incidents, as the bus holds them now.
+        public var parked: Int
+        /// Stored jobs the API rejected, waiting for an operator.
+        public var dead: Int
+        /// The newest incident of the service, open or resolved.
+        public var lastError: LastError?
+        /// The ids of its open incidents.
+        public var incidents: [Int]
+
+        public init(name: String, state: ServiceState, queued: Int, inFlight: Int, parked: Int, dead: Int, lastError: LastError?, incidents: [Int]) {
+            self.name = name
+            self.state = state
+            self.queued = queued
+            self.inFlight = inFlight
+            self.parked = parked
+            self.dead = dead
+            self.lastError = lastError
+            self.incidents = incidents
+        }
+    }
+
+    /// The newest incident of a service.
+    public struct LastError: Codable, Sendable, Equatable {
+        public var incident: Int
+        public var title: String
+        public var message: String
+        /// When it opened.
+        public var at: String
+        /// Whether it is still open.
+        public var open: Bool
+
+        public init(incident: Int, title: String, message: String, at: String, open: Bool) {
+            self.incident = incident
+            self.title = title
+            self.message = message
+            self.at = at
+            self.open = open
+        }
+    }
+
+    // MARK: - Incidents
+
+    /// An error category, as the bus sorts failures.
+    public enum Category: String, Codable, Sendable, CaseIterable, VarlinkEnum {
+        case unreachable, rateLimited, transient, unauthenticated, invalid, fatal
+    }
+
+    /// An incident.
+    public struct Incident: Codable, Sendable, Equatable, VarlinkNamedType {
+        public var id: Int
+        /// The service whose failure opened it.
+        public var service: String
+        public var category: Category
+        /// The host, auth realm, service or job it concerns.
+        public var scope: String
+        /// A short stable code, e.g. `connectionRefused`.
+        public var cause: String
+        /// `waiting`, `canary`, `probing`, `reauthenticating`, `needsOperator`, `paused`,
+        /// `releasing`, `collecting` or `resolved`.
+        public var state: String
+        /// A few words, e.g. "API unreachable".
+        public var title: String
+        /// What happened.
+        public var message: String
+        /// What happens next or what to do.
+        public var next: String?
+        /// Failures it absorbed, the first one included.
+        public var failures: Int
+        /// Jobs parked under it now.
+        public var parked: Int
+        /// Jobs it released so far.
+        public var released: Int
+        /// Jobs it set aside as dead letters.
+        public var deadLettered: Int
+        /// When it opened.
+        public var openedAt: String
+        /// The policy's next step: `canary`, `probe`, `reauthenticate` or `close`.
+        public var nextAction: String?
+        /// When the next step is due.
+        public var nextActionAt: String?
+        /// How it ended: `recovered`, `discarded`, `closed` or `shutdown`.
+        public var resolution: String?
+        /// When it ended.
+        public var closedAt: String?
+
+        public init(
+            id: Int, service: String, category: Category, scope: String, cause: String, state: String,
+            title: String, message: String, next: String?, failures: Int, parked: Int, released: Int,
+            deadLettered: Int, openedAt: String, nextAction: String?, nextActionAt: String?,
+            resolution: String?, closedAt: String?
+        ) {
+            self.id = id
+            self.service = service
+            self.category = category
+            self.scope = scope
+            self.cause = cause
+            self.state = state
+            self.title = title
+            self.message = message
+            self.next = next
+            self.failures = failures
+            self.parked = parked
+            self.released = released
+            self.deadLettered = deadLettered
+            self.openedAt = openedAt
+            self.nextAction = nextAction
+            self.nextActionAt = nextActionAt
+            self.resolution = resolution
+            self.closedAt = closedAt
+        }
+
+        /// Whether it is still open.
+        public var isOpen: Bool { resolution == nil }
+    }
+
+    /// The parameters of `ListIncidents`.
+    public struct IncidentFilter: Codable, Sendable, Equatable {
+        /// Also the resolved incidents of the history.
+        public var all: Bool?
+        /// At most this many resolved ones (default 50).
+        public var limit: Int?
+
+        public init(all: Bool? = nil, limit: Int? = nil) {
+            self.all = all
+            self.limit = limit
+        }
+    }
+
+    /// The reply of `ListIncidents`.
+    public struct IncidentList: Codable, Sendable, Equatable {
+        public var incidents: [Incident]
+        public init(incidents: [Incident]) { self.incidents = incidents }
+    }
+
+    /// An incident's id: the parameters of `GetIncident`, the reply of `Pause`, the parameters
+    /// of `NoSuchIncident`.
+    public struct IncidentReference: Codable, Sendable, Equatable {
+        public var id: Int
+        public init(id: Int) { self.id = id }
+    }
+
+    /// The reply of `GetIncident`.
+    public struct IncidentDetail: Codable, Sendable, Equatable {
+        public var incident: Incident
+        /// The ids of the jobs parked under it, in release order (at most 1000).
+        public var parkedJobs: [String]
+
+        public init(incident: Incident, parkedJobs: [String]) {
+            self.incident = incident
+            self.parkedJobs = parkedJobs
+        }
+    }
+
+    // MARK: - Jobs
+
+    /// Where a stored job is.
+    public enum JobState: String, Codable, Sendable, CaseIterable, VarlinkEnum {
+        case queued, inFlight, parked, delivered, deadLettered, discarded
+    }
+
+    /// A stored job.
+    public struct Job: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// The job's id: the SHA-256 of the file, hex.
+        public var id: String
+        public var service: String
+        /// The file's name in the outbox.
+        public var file: String
+        /// Its size in bytes.
+        public var size: Int
+        public var state: JobState
+        /// Uploads tried.
+        public var attempts: Int
+        /// Why the last attempt failed.
+        public var lastError: String?
+        /// The incident it is parked or dead-lettered under.
+        public var incident: Int?
+        /// Why it was dead-lettered or discarded.
+        public var reason: String?
+        public var createdAt: String
+        public var updatedAt: String
+
+        public init(
+            id: String, service: String, file: String, size: Int, state: JobState, attempts: Int, lastError: String?,
+            incident: Int?, reason: String?, createdAt: String, updatedAt: String
+        ) {
+            self.id = id
+            self.service = service
+            self.file = file
+            self.size = size
+            self.state = state
+            self.attempts = attempts
+            self.lastError = lastError
+            self.incident = incident
+            self.reason = reason
+            self.createdAt = createdAt
+            self.updatedAt = updatedAt
+        }
+    }
+
+    /// The parameters of `ListJobs`.
+    public struct JobFilter: Codable, Sendable, Equatable {
+        public var service: String?
+        public var state: JobState?
+        public var offset: Int?
+        public var limit: Int?
+
+        public init(service: String? = nil, state: JobState? = nil, offset: Int? = nil, limit: Int? = nil) {
+            self.service = service
+            self.state = state
+            self.offset = offset
+            self.limit = limit
+        }
+    }
+
+    /// The parameters of `ListDeadLetters`.
+    public struct DeadLetterFilter: Codable, Sendable, Equatable {
+        public var incident: Int?
+        public init(incident: Int? = nil) { self.incident = incident }
+    }
+
+    /// The reply of `ListJobs` and `ListDeadLetters`.
+    public struct JobList: Codable, Sendable, Equatable {
+        public var jobs: [Job]
+        /// How many jobs match the filter in all (every page).
+        public var total: Int
+
+        public init(jobs: [Job], total: Int) {
+            self.jobs = jobs
+            self.total = total
+        }
+    }
+
+    /// A job by id: the parameters of `Cancel` and `NoSuchJob`.
+    public struct JobReference: Codable, Sendable, Equatable {
+        public var id: String
+        /// Default: sync.
+        public var service: String?
+
+        public init(id: String, service: String? = nil) {
+            self.id = id
+            self.service = service
+        }
+    }
+
+    // MARK: - Operator actions
+
+    /// What `Retry` and `Discard` act on: exactly one of the three.
+    public struct Target: Codable, Sendable, Equatable {
+        public var incident: Int?
+        public var job: String?
+        public var deadLetters: Bool?
+
+        public init(incident: Int? = nil, job: String? = nil, deadLetters: Bool? = nil) {
+            self.incident = incident
+            self.job = job
+            self.deadLetters = deadLetters
+        }
+    }
+
+    /// How many things a method acted on.
+    public struct Count: Codable, Sendable, Equatable {
+        public var count: Int
+        public init(count: Int) { self.count = count }
+    }
+
+    /// A service by name.
+    public struct ServiceReference: Codable, Sendable, Equatable {
+        public var service: String
+        public init(service: String) { self.service = service }
+    }
+
+    /// The reply of `Reauthenticate`.
+    public struct Reauthentication: Codable, Sendable, Equatable {
+        /// `renewed`, `rejected` or `unavailable`.
+        public var outcome: String
+        /// What happened, for a person.
+        public var message: String
+
+        public init(outcome: String, message: String) {
+            self.outcome = outcome
+            self.message = message
+        }
+    }
+
+    // MARK: - Events
+
+    /// One event of `Watch`.
+    public struct Event: Codable, Sendable, Equatable {
+        /// `incidentOpen` (replay), `synchronized` (end of replay), or a bus event:
+        /// `incidentOpened`, `policyScheduled`, `probeFailed`, `canaryFailed`, `reauthStarted`,
+        /// `escalated`, `releaseStarted`, `releaseStopped`, `incidentResolved`,
+        /// `jobDeadLettered`, `budgetExhausted`, `parkingOverflow`, `serviceAborted`; `end` when
+        /// the bus stops.
+        public var kind: String
+        /// Whether it replays the state at the start of the watch.
+        public var replay: Bool
+        /// When the daemon sent it.
+        public var at: String
+        public var incident: Incident?
+        /// The job it concerns, as `service/id`.
+        public var job: String?
+        public var reason: String?
+
+        public init(kind: String, replay: Bool = false, at: String, incident: Incident? = nil, job: String? = nil, reason: String? = nil) {
+            self.kind = kind
+            self.replay = replay
+            self.at = at
+            self.incident = incident
+            self.job = job
+            self.reason = reason
+        }
+    }
+
+    // MARK: - Error parameters
+
+    /// The parameters of `PermissionDenied`.
+    public struct PermissionProblem: Codable, Sendable, Equatable {
+        /// The method that was refused.
+        public var method: String
+        /// The caller's uid.
+        public var uid: Int
+        /// The group whose members may call it; absent when only root may.
+        public var group: String?
+
+        public init(method: String, uid: Int, group: String?) {
+            self.method = method
+            self.uid = uid
+            self.group = group
+        }
+    }
+
+    /// The parameters of `InvalidTarget`.
+    public struct TargetProblem: Codable, Sendable, Equatable {
+        public var reason: String
+        public init(reason: String) { self.reason = reason }
+    }
+
+    /// The parameters of errors that only say why.
+    public struct Problem: Codable, Sendable, Equatable {
+        public var reason: String
+        public init(reason: String) { self.reason = reason }
+    }
+}

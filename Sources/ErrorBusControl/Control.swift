@@ -1,0 +1,187 @@
+public import Varlink
+
+/// `io.errorbus.Control`: the Varlink interface errorbusd serves on its control socket and
+/// `errorbusctl` calls.
+///
+/// The same declarations serve both ends: errorbusd implements the methods
+/// (`ErrorBusDaemon.ControlServer`), errorbusctl calls them, and the interface definition
+/// (`varlinkctl introspect`) is derived from the Swift types below. Reading methods are open to
+/// anyone who can open the socket; the methods marked *mutating* answer `PermissionDenied` unless
+/// the caller is root or a member of `control.group`.
+///
+/// Times are ISO 8601 strings in UTC, to the millisecond (`2026-11-22T10:42:07.250Z`); counts are
+/// jobs.
+public enum Control {
+    /// `io.errorbus.Control`
+    public static let interfaceName = "io.errorbus.Control"
+
+    // MARK: - Reading
+
+    /// `GetStatus`
+    public static let getStatus = VarlinkMethod<VarlinkEmpty, Status>(
+        interface: interfaceName,
+        name: "GetStatus",
+        documentation: "The daemon's state: each service's state and job counts, its last error,\nand every open incident with its next action and when."
+    )
+
+    /// `ListIncidents`
+    public static let listIncidents = VarlinkMethod<IncidentFilter, IncidentList>(
+        interface: interfaceName,
+        name: "ListIncidents",
+        documentation: "Open incidents, oldest first; with 'all', the resolved ones of the history too,\nnewest first, at most 'limit' of them (default 50)."
+    )
+
+    /// `GetIncident`
+    public static let getIncident = VarlinkMethod<IncidentReference, IncidentDetail>(
+        interface: interfaceName,
+        name: "GetIncident",
+        documentation: "One incident, open or from the history, with the jobs parked under it."
+    )
+
+    /// `ListJobs`
+    public static let listJobs = VarlinkMethod<JobFilter, JobList>(
+        interface: interfaceName,
+        name: "ListJobs",
+        documentation: "One page of stored jobs, oldest first, optionally of one service and in one\nstate (default: offset 0, limit 100, at most 1000)."
+    )
+
+    /// `ListDeadLetters`
+    public static let listDeadLetters = VarlinkMethod<DeadLetterFilter, JobList>(
+        interface: interfaceName,
+        name: "ListDeadLetters",
+        documentation: "The jobs the API rejected, oldest first: all, or those of one incident."
+    )
+
+    /// `Watch`
+    public static let watch = VarlinkMethod<VarlinkEmpty, Event>(
+        interface: interfaceName,
+        name: "Watch",
+        documentation: "The bus's events as they happen; call with 'more'. First the current state is\nreplayed (one 'incidentOpen' event per open incident, with 'replay' set), then\none 'synchronized' event, then live events."
+    )
+
+    // MARK: - Mutating
+
+    /// `Retry` (mutating)
+    public static let retry = VarlinkMethod<Target, Count>(
+        interface: interfaceName,
+        name: "Retry",
+        documentation: "Mutating. Takes an incident's next step now, queues a dead-lettered job again (or\nretries the incident a parked job waits under), or queues every dead letter\nagain ('deadLetters'). Set exactly one of 'incident', 'job', 'deadLetters'."
+    )
+
+    /// `Discard` (mutating)
+    public static let discard = VarlinkMethod<Target, Count>(
+        interface: interfaceName,
+        name: "Discard",
+        documentation: "Mutating. Gives up an open incident (every job parked under it is discarded), one\ndead-lettered job, or every dead letter ('deadLetters'). Set exactly one."
+    )
+
+    /// `Cancel` (mutating)
+    public static let cancel = VarlinkMethod<JobReference, VarlinkEmpty>(
+        interface: interfaceName,
+        name: "Cancel",
+        documentation: "Mutating. Stops one parked job (service default: sync); it is discarded."
+    )
+
+    /// `Pause` (mutating)
+    public static let pause = VarlinkMethod<ServiceReference, IncidentReference>(
+        interface: interfaceName,
+        name: "Pause",
+        documentation: "Mutating. Pauses a service: its new work parks under a 'fatal' incident until\nResume. Returns that incident."
+    )
+
+    /// `Resume` (mutating)
+    public static let resume = VarlinkMethod<ServiceReference, Count>(
+        interface: interfaceName,
+        name: "Resume",
+        documentation: "Mutating. Resumes a paused service: every 'fatal' incident holding it releases\nits jobs. Returns how many incidents were resumed."
+    )
+
+    /// `Reauthenticate` (mutating)
+    public static let reauthenticate = VarlinkMethod<VarlinkEmpty, Reauthentication>(
+        interface: interfaceName,
+        name: "Reauthenticate",
+        documentation: "Mutating. Drops the access token and asks for a new one now."
+    )
+
+    /// `Reload` (mutating)
+    public static let reload = VarlinkMethod<VarlinkEmpty, VarlinkEmpty>(
+        interface: interfaceName,
+        name: "Reload",
+        documentation: "Mutating. Reads the configuration again, as SIGHUP does. A configuration that\ndoes not load is answered with ReloadFailed and the running one kept."
+    )
+
+    // MARK: - Errors
+
+    /// `NoSuchIncident`
+    public static let noSuchIncident = VarlinkErrorDeclaration<IncidentReference>(
+        interface: interfaceName,
+        name: "NoSuchIncident",
+        documentation: "No incident has this id (or it is no longer open, for a method that needs an\nopen one)."
+    )
+
+    /// `NoSuchJob`
+    public static let noSuchJob = VarlinkErrorDeclaration<JobReference>(
+        interface: interfaceName,
+        name: "NoSuchJob",
+        documentation: "No job of this id is in a state the method acts on."
+    )
+
+    /// `NoSuchService`
+    public static let noSuchService = VarlinkErrorDeclaration<ServiceReference>(
+        interface: interfaceName,
+        name: "NoSuchService",
+        documentation: "errorbusd has no service of this name (sync, loader, auth)."
+    )
+
+    /// `PermissionDenied`
+    public static let permissionDenied = VarlinkErrorDeclaration<PermissionProblem>(
+        interface: interfaceName,
+        name: "PermissionDenied",
+        documentation: "The method changes something; only root and members of the control group may\ncall it."
+    )
+
+    /// `InvalidTarget`
+    public static let invalidTarget = VarlinkErrorDeclaration<TargetProblem>(
+        interface: interfaceName,
+        name: "InvalidTarget",
+        documentation: "The call must name exactly one of 'incident', 'job' and 'deadLetters'."
+    )
+
+    /// `ReloadFailed`
+    public static let reloadFailed = VarlinkErrorDeclaration<Problem>(
+        interface: interfaceName,
+        name: "ReloadFailed",
+        documentation: "The configuration did not load; the running one is kept."
+    )
+
+    /// `StoreUnavailable`
+    public static let storeUnavailable = VarlinkErrorDeclaration<Problem>(
+        interface: interfaceName,
+        name: "StoreUnavailable",
+        documentation: "The job store could not be read or written."
+    )
+
+    /// The interface's declaration.
+    public static let interface: VarlinkInterface = {
+        do {
+            return try VarlinkInterface(
+                name: interfaceName,
+                documentation: "Control and observe errorbusd: its services, incidents, jobs and dead letters.",
+                members: [
+                    .type(ServiceStatus.self, documentation: "One service of errorbusd."),
+                    .type(Incident.self, documentation: "An incident: one cause, its failures and the work it holds back."),
+                    .type(Job.self, documentation: "A job of the store (an outbox file of sync)."),
+                    .method(getStatus), .method(listIncidents), .method(getIncident), .method(listJobs),
+                    .method(listDeadLetters), .method(watch),
+                    .method(retry), .method(discard), .method(cancel), .method(pause), .method(resume),
+                    .method(reauthenticate), .method(reload),
+                    .error(noSuchIncident), .error(noSuchJob), .error(noSuchService), .error(permissionDenied),
+                    .error(invalidTarget), .error(reloadFailed), .error(storeUnavailable),
+                ]
+            )
+        } catch {
+            // The declarations above are fixed; the tests check the definition.
+            fatalError("io.errorbus.Control is declared wrongly: \(error)")
+        }
+    }()
+}

@@ -1,0 +1,320 @@
+import ErrorBus
+import ErrorBusControl
+import Foundation
+import Logging
+import Varlink
+
+/// The implementation of `io.errorbus.Control`: reads the bus and the store, and hands operator
+/// actions to the bus, the store and the services.
+struct ControlService: Sendable {
+    /// The services errorbusd runs, in the order `GetStatus` lists them.
+    static let services = [SyncService.service, LoaderService.service, AuthService.service]
+
+    let bus: ErrorBus
+    let store: JobStore
+    let sync: SyncService
+    let auth: AuthService
+    let reload: ReloadService
+    /// The auth realm the services' jobs use.
+    let realm: String
+    let authorization: ControlAuthorization
+    /// When errorbusd started (wall clock).
+    let startedAt: Date
+    let logger: Logger
+
+    /// The router serving `io.errorbus.Control` (and `org.varlink.service`).
+    func router() throws -> VarlinkRouter {
+        var router = VarlinkRouter(
+            vendor: "errorbus",
+            product: "errorbusd",
+            version: ErrorBusVersion.current,
+            url: "https://github.com/errorbus/errorbus"
+        )
+        try router.add(Control.interface)
+
+        try router.implement(Control.getStatus) { _, _ in try await status() }
+        try router.implement(Control.listIncidents) { filter, _ in try await incidents(filter) }
+        try router.implement(Control.getIncident) { reference, _ in try await incident(reference.id) }
+        try router.implement(Control.listJobs) { filter, _ in try jobs(filter) }
+        try router.implement(Control.listDeadLetters) { filter, _ in
+            let jobs = try storeCall { () throws(StoreError) in try store.deadLetters(incident: filter.incident.map(UInt64.init)) }
+            return Control.JobList(jobs: jobs.map(Control.Job.init), total: jobs.count)
+        }
+        try router.implementStreaming(Control.watch) { _, _, replies in try await watch(replies) }
+
+        try implementMutating(Control.retry, in: &router) { target in try await retry(target) }
+        try implementMutating(Control.discard, in: &router) { target in try await discard(target) }
+        try implementMutating(Control.cancel, in: &router) { reference in
+            let service = reference.service ?? SyncService.service
+            do {
+                try await bus.cancel(job: reference.id, service: service)
+            } catch {
+                throw Control.noSuchJob.error(.init(id: reference.id, service: service))
+            }
+            return VarlinkEmpty()
+        }
+        try implementMutating(Control.pause, in: &router) { reference in
+            try Self.check(service: reference.service)
+            let id = await bus.pause(reference.service)
+            return Control.IncidentReference(id: Int(id.rawValue))
+        }
+        try implementMutating(Control.resume, in: &router) { reference in
+            try Self.check(service: reference.service)
+            return Control.Count(count: await bus.resume(reference.service))
+        }
+        try implementMutating(Control.reauthenticate, in: &router) { _ in
+            switch await auth.reauthenticate(realm: realm) {
+            case .renewed:
+                await bus.credentialsRenewed(realm: realm)
+                return Control.Reauthentication(outcome: "renewed", message: "A new access token is in place.")
+            case .rejected(let text):
+                return Control.Reauthentication(outcome: "rejected", message: "\(text.title): \(text.message)")
+            case .unavailable(let reason):
+                return Control.Reauthentication(outcome: "unavailable", message: reason)
+            }
+        }
+        try implementMutating(Control.reload, in: &router) { _ in
+            guard await reload.reload() else {
+                throw Control.reloadFailed.error(.init(reason: "the configuration did not load; errorbusd's log says why"))
+            }
+            return VarlinkEmpty()
+        }
+        return router
+    }
+
+    /// Implements a method that changes something: only for root and the control group, and
+    /// logged with the caller.
+    private func implementMutating<Parameters, Reply>(
+        _ method: VarlinkMethod<Parameters, Reply>,
+        in router: inout VarlinkRouter,
+        _ handler: @escaping @Sendable (Parameters) async throws -> Reply
+    ) throws {
+        let authorization = self.authorization
+        let logger = self.logger
+        try router.implement(method) { parameters, context in
+            guard authorization.mayChange(context.peer) else {
+                logger.notice(
+                    "control: \(method.name) refused to uid \(context.peer.uid) (pid \(context.peer.pid)): not root or in group \(authorization.groupName ?? "(none)")"
+                )
+                throw Control.permissionDenied.error(
+                    .init(method: method.qualifiedName, uid: Int(context.peer.uid), group: authorization.groupName)
+                )
+            }
+            logger.notice("control: \(method.name) by uid \(context.peer.uid) (pid \(context.peer.pid))")
+            return try await handler(parameters)
+        }
+    }
+
+    private static func check(service: String) throws {
+        guard services.contains(service) else { throw Control.noSuchService.error(.init(service: service)) }
+    }
+
+    /// Runs a store call; a failure is answered with `StoreUnavailable` (and logged).
+    private func storeCall<Result>(_ body: () throws(StoreError) -> Result) throws -> Result {
+        do {
+            return try body()
+        } catch {
+            logger.error("control: the store failed: \(error)")
+            throw Control.storeUnavailable.error(.init(reason: "\(error)"))
+        }
+    }
+
+    // MARK: - Reading
+
+    func status() async throws -> Control.Status {
+        let snapshot = await bus.snapshot()
+        let now = Date()
+        let history = try storeCall { () throws(StoreError) in try store.incidents(limit: 50) }
+        var services: [Control.ServiceStatus] = []
+        for name in Self.services {
+            let counts = try storeCall { () throws(StoreError) in try store.counts(service: name) }
+            let holding = snapshot.incidents.filter { $0.service == name || ($0.parkedByService[name] ?? 0) > 0 }
+            let lastError: Control.LastError? =
+                if let open = holding.filter({ $0.service == name }).max(by: { $0.id < $1.id }) {
+                    Control.LastError(
+                        incident: Int(open.id.rawValue),
+                        title: open.text.title,
+                        message: open.text.message,
+                        at: ControlTime.format(now, plus: .zero - open.age),
+                        open: true
+                    )
+                } else if let last = history.first(where: { $0.service == name }) {
+                    Control.LastError(
+                        incident: Int(last.id),
+                        title: last.title,
+                        message: last.message,
+                        at: ControlTime.format(last.openedAt),
+                        open: last.resolution == nil
+                    )
+                } else {
+                    nil
+                }
+            services.append(Control.ServiceStatus(
+                name: name,
+                state: Self.state(of: holding, running: snapshot.isRunning),
+                queued: counts.queued,
+                inFlight: counts.inFlight,
+                parked: snapshot.parkedByService[name]?.values.reduce(0, +) ?? 0,
+                dead: counts.deadLettered,
+                lastError: lastError,
+                incidents: holding.map { Int($0.id.rawValue) }
+            ))
+        }
+        return Control.Status(
+            version: ErrorBusVersion.current,
+            startedAt: ControlTime.format(startedAt),
+            statusLine: StatusLine.render(snapshot),
+            running: snapshot.isRunning,
+            services: services,
+            incidents: snapshot.incidents.map { Control.Incident($0, now: now) },
+            waitingForBudget: snapshot.waitingForBudget,
+            retryBudgetTokens: snapshot.retryBudgetTokens
+        )
+    }
+
+    /// A service's state from the open incidents that concern it: whether its work is delivered.
+    static func state(of incidents: [IncidentSnapshot], running: Bool) -> Control.ServiceState {
+        guard running else { return .stopped }
+        if incidents.contains(where: { $0.state == .paused || $0.category.kind == .fatal }) { return .paused }
+        if incidents.contains(where: { $0.state == .needsOperator }) { return .needsOperator }
+        // An `invalid` incident sets rejected jobs aside; it holds nothing else back.
+        if incidents.contains(where: { $0.category.kind != .invalid }) { return .held }
+        return .running
+    }
+
+    func incidents(_ filter: Control.IncidentFilter) async throws -> Control.IncidentList {
+        let snapshot = await bus.snapshot()
+        let now = Date()
+        var incidents = snapshot.incidents.map { Control.Incident($0, now: now) }
+        if filter.all == true {
+            let open = Set(incidents.map(\.id))
+            let limit = min(max(filter.limit ?? 50, 0), 1000)
+            let history = try storeCall { () throws(StoreError) in try store.incidents(limit: limit + open.count) }
+            incidents += history.filter { !open.contains(Int($0.id)) }.prefix(limit).map(Control.Incident.init)
+        }
+        return Control.IncidentList(incidents: incidents)
+    }
+
+    func incident(_ id: Int) async throws -> Control.IncidentDetail {
+        guard id > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
+        let incidentID = IncidentID(rawValue: UInt64(id))
+        if let open = try? await bus.incident(incidentID), open.resolution == nil {
+            let parked = (try? await bus.parkedJobs(in: incidentID)) ?? []
+            return Control.IncidentDetail(incident: Control.Incident(open, now: Date()), parkedJobs: parked.prefix(1000).map(\.id))
+        }
+        if let stored = try storeCall({ () throws(StoreError) in try store.incident(UInt64(id)) }) {
+            return Control.IncidentDetail(incident: Control.Incident(stored), parkedJobs: [])
+        }
+        if let resolved = try? await bus.incident(incidentID) {
+            return Control.IncidentDetail(incident: Control.Incident(resolved, now: Date()), parkedJobs: [])
+        }
+        throw Control.noSuchIncident.error(.init(id: id))
+    }
+
+    func jobs(_ filter: Control.JobFilter) throws -> Control.JobList {
+        let state = filter.state.map(JobState.init)
+        let limit = min(max(filter.limit ?? 100, 0), 1000)
+        return try storeCall { () throws(StoreError) in
+            let jobs = try store.jobs(service: filter.service, state: state, offset: filter.offset ?? 0, limit: limit)
+            let counts = try store.counts(service: filter.service)
+            return Control.JobList(jobs: jobs.map(Control.Job.init), total: state.map { counts[$0] } ?? counts.total)
+        }
+    }
+
+    func watch(_ replies: VarlinkReplyWriter<Control.Event>) async throws -> Control.Event {
+        let subscription = await bus.subscribe()
+        let now = Date()
+        for incident in subscription.initialSnapshot.incidents {
+            try await replies.send(Control.Event(
+                kind: "incidentOpen",
+                replay: true,
+                at: ControlTime.format(now),
+                incident: Control.Incident(incident, now: now)
+            ))
+        }
+        try await replies.send(Control.Event(kind: "synchronized", at: ControlTime.format(now)))
+        for await event in subscription {
+            try await replies.send(Control.Event(event, now: Date()))
+        }
+        return Control.Event(kind: "end", at: ControlTime.format(Date()))
+    }
+
+    // MARK: - Operator actions
+
+    /// The one thing a `Retry` or `Discard` names.
+    private enum Target {
+        case incident(Int)
+        case job(String)
+        case deadLetters
+    }
+
+    private static func target(_ target: Control.Target) throws -> Target {
+        switch (target.incident, target.job, target.deadLetters == true) {
+        case (let incident?, nil, false): return .incident(incident)
+        case (nil, let job?, false): return .job(job)
+        case (nil, nil, true): return .deadLetters
+        default: throw Control.invalidTarget.error(.init(reason: "set exactly one of 'incident', 'job' and 'deadLetters'"))
+        }
+    }
+
+    func retry(_ parameters: Control.Target) async throws -> Control.Count {
+        switch try Self.target(parameters) {
+        case .incident(let id):
+            guard id > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
+            // Its dead letters go back to the queue; an open incident takes its next step now.
+            let requeued = try storeCall { () throws(StoreError) in try store.retryDeadLetters(incident: UInt64(id)) }
+            if requeued > 0 { await sync.wakeUp() }
+            do {
+                try await bus.retry(incident: IncidentID(rawValue: UInt64(id)))
+                return Control.Count(count: max(requeued, 1))
+            } catch {
+                guard requeued > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
+                return Control.Count(count: requeued)
+            }
+        case .job(let id):
+            if try storeCall({ () throws(StoreError) in try store.retryDeadLetter(id) }) {
+                await sync.wakeUp()
+                return Control.Count(count: 1)
+            }
+            // A parked job goes when its incident does: retry that.
+            if let job = try storeCall({ () throws(StoreError) in try store.job(id) }), job.state == .parked, let incident = job.incident,
+                (try? await bus.retry(incident: IncidentID(rawValue: incident))) != nil
+            {
+                return Control.Count(count: 1)
+            }
+            throw Control.noSuchJob.error(.init(id: id, service: SyncService.service))
+        case .deadLetters:
+            let requeued = try storeCall { () throws(StoreError) in try store.retryDeadLetters() }
+            if requeued > 0 { await sync.wakeUp() }
+            return Control.Count(count: requeued)
+        }
+    }
+
+    func discard(_ parameters: Control.Target) async throws -> Control.Count {
+        switch try Self.target(parameters) {
+        case .incident(let id):
+            guard id > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
+            let dead = try storeCall { () throws(StoreError) in try store.discardDeadLetters(incident: UInt64(id)) }
+            do {
+                let parked = try await bus.discard(incident: IncidentID(rawValue: UInt64(id)))
+                return Control.Count(count: parked + dead.count)
+            } catch {
+                guard !dead.isEmpty else { throw Control.noSuchIncident.error(.init(id: id)) }
+                return Control.Count(count: dead.count)
+            }
+        case .job(let id):
+            if try storeCall({ () throws(StoreError) in try store.discardDeadLetter(id) }) != nil {
+                return Control.Count(count: 1)
+            }
+            if let job = try storeCall({ () throws(StoreError) in try store.job(id) }), job.state == .parked,
+                (try? await bus.cancel(job: id, service: job.service)) != nil
+            {
+                return Control.Count(count: 1)
+            }
+            throw Control.noSuchJob.error(.init(id: id, service: SyncService.service))
+        case .deadLetters:
+            let discarded = try storeCall { () throws(StoreError) in try store.discardDeadLetters() }
+            return Control.Count(count: discarded.count)
+        }
+    }
+}

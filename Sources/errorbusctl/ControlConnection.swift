@@ -1,0 +1,87 @@
+import ArgumentParser
+import ErrorBusControl
+import Foundation
+import Logging
+import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to errorbusd's control socket, and what becomes of its errors: a message on
+/// standard error and an ``ExitStatus``.
+enum ControlConnection {
+    /// Where errorbusd listens under systemd.
+    static let defaultSocket = "/run/errorbusd/io.errorbus.Control"
+
+    private static let logger = Logger(label: "errorbusctl", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Connects, runs `body`, and turns any failure into a message and an exit code.
+    static func with<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+        do {
+            return try await VarlinkClient.withConnection(to: options.socket, logger: logger, body)
+        } catch let error as VarlinkClientError where error.code == .connectFailed {
+            switch error.errno {
+            case EACCES, EPERM:
+                throw fail("cannot open \(options.socket): permission denied", ExitStatus.permissionDenied)
+            default:
+                throw fail("errorbusd is not running (cannot connect to \(options.socket))", ExitStatus.notRunning)
+            }
+        } catch let error as VarlinkError {
+            throw fail(message(for: error), exitCode(for: error))
+        } catch let error as VarlinkClientError {
+            throw fail("errorbusd did not answer properly: \(error)", ExitStatus.failure)
+        }
+    }
+
+    static func exitCode(for error: VarlinkError) -> ExitCode {
+        if Control.noSuchIncident.matches(error) || Control.noSuchJob.matches(error) || Control.noSuchService.matches(error) {
+            return ExitStatus.notFound
+        }
+        if Control.permissionDenied.matches(error) || error.name == "org.varlink.service.PermissionDenied" {
+            return ExitStatus.permissionDenied
+        }
+        if error.name == "org.varlink.service.InvalidParameter" || Control.invalidTarget.matches(error) {
+            return ExitStatus.usage
+        }
+        return ExitStatus.failure
+    }
+
+    static func message(for error: VarlinkError) -> String {
+        if let reference = try? Control.noSuchIncident.parameters(of: error) {
+            return "no incident \(reference.id)"
+        }
+        if let reference = try? Control.noSuchJob.parameters(of: error) {
+            return "no job \(reference.id) of \(reference.service ?? "sync") in a state this command acts on"
+        }
+        if let reference = try? Control.noSuchService.parameters(of: error) {
+            return "no service \(reference.service) (sync, loader, auth)"
+        }
+        if let problem = try? Control.permissionDenied.parameters(of: error) {
+            let who = problem.group.map { "root or members of group \($0)" } ?? "root"
+            return "permission denied: only \(who) may call \(problem.method)"
+        }
+        if let problem = try? Control.invalidTarget.parameters(of: error) {
+            return "invalid target: \(problem.reason)"
+        }
+        if let problem = try? Control.reloadFailed.parameters(of: error) {
+            return "reload failed: \(problem.reason)"
+        }
+        if error.name == "io.errorbus.varlink.TooManyConnections" {
+            return "errorbusd has as many control connections as it takes (control.max-connections); try again later"
+        }
+        if error.name == "io.errorbus.varlink.MessageTooLarge" {
+            return "the request or the answer is too large for the control socket"
+        }
+        if let problem = try? Control.storeUnavailable.parameters(of: error) {
+            return "errorbusd cannot read its store: \(problem.reason)"
+        }
+        return "errorbusd answered \(error)"
+    }
+
+    /// Writes `message` to standard error and returns the code to exit with.
+    static func fail(_ message: String, _ code: ExitCode) -> ExitCode {
+        FileHandle.standardError.write(Data("errorbusctl: \(message)\n".utf8))
+        return code
+    }
+}

@@ -1,0 +1,157 @@
+import ErrorBusControl
+import Foundation
+
+/// The human forms of the daemon's replies.
+extension Output {
+    func tone(_ state: Control.ServiceState) -> Tone {
+        switch state {
+        case .running: .good
+        case .held: .warning
+        case .needsOperator, .paused, .stopped: .bad
+        }
+    }
+
+    func tone(incidentState state: String) -> Tone? {
+        switch state {
+        case "needsOperator", "paused": .bad
+        case "resolved": .dim
+        case "releasing": .good
+        default: .warning
+        }
+    }
+
+    /// "probe in 8s", "needs an operator", "-".
+    func nextStep(_ incident: Control.Incident) -> String {
+        if incident.state == "needsOperator" { return "needs an operator" }
+        guard let action = incident.nextAction else { return "-" }
+        return "\(action) \(relative(incident.nextActionAt))"
+    }
+
+    func status(_ status: Control.Status) -> String {
+        var lines: [String] = []
+        let bus = status.running ? paint("running", .good) : paint("not running", .bad)
+        lines.append("errorbusd \(status.version), started \(relative(status.startedAt)), bus \(bus)")
+        lines.append("status: \(status.statusLine)")
+        lines.append("")
+        lines.append(table(
+            ["SERVICE", "STATE", "QUEUED", "IN FLIGHT", "PARKED", "DEAD", "LAST ERROR"],
+            status.services.map { service in
+                [
+                    Cell(service.name),
+                    Cell(service.state.rawValue, tone(service.state)),
+                    Cell("\(service.queued)"),
+                    Cell("\(service.inFlight)"),
+                    Cell("\(service.parked)", service.parked > 0 ? .warning : nil),
+                    Cell("\(service.dead)", service.dead > 0 ? .bad : nil),
+                    Cell(service.lastError.map { "#\($0.incident) \($0.title) (\(relative($0.at)))" } ?? "-"),
+                ]
+            },
+            rightAligned: [2, 3, 4, 5]
+        ))
+        lines.append("")
+        if status.incidents.isEmpty {
+            lines.append("No open incident.")
+        } else {
+            lines.append(incidents(status.incidents))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func incidents(_ incidents: [Control.Incident]) -> String {
+        table(
+            ["ID", "SERVICE", "CATEGORY", "SCOPE", "STATE", "FAILURES", "PARKED", "OPENED", "NEXT", "TITLE"],
+            incidents.map { incident in
+                [
+                    Cell("\(incident.id)"),
+                    Cell(incident.service),
+                    Cell(incident.category.rawValue),
+                    Cell(incident.scope),
+                    Cell(incident.resolution ?? incident.state, tone(incidentState: incident.isOpen ? incident.state : "resolved")),
+                    Cell("\(incident.failures)"),
+                    Cell("\(incident.parked)"),
+                    Cell(relative(incident.openedAt)),
+                    Cell(incident.isOpen ? nextStep(incident) : "closed \(relative(incident.closedAt))"),
+                    Cell(incident.title),
+                ]
+            },
+            rightAligned: [0, 5, 6]
+        )
+    }
+
+    func incident(_ detail: Control.IncidentDetail) -> String {
+        let incident = detail.incident
+        var rows: [(String, String)] = [
+            ("Incident", "\(incident.id)"),
+            ("Title", incident.title),
+            ("Message", incident.message),
+        ]
+        if let next = incident.next { rows.append(("Next", next)) }
+        rows += [
+            ("Service", incident.service),
+            ("Category", incident.category.rawValue),
+            ("Scope", incident.scope),
+            ("Cause", incident.cause),
+            ("State", paint(incident.state, tone(incidentState: incident.state))),
+            ("Opened", "\(incident.openedAt) (\(relative(incident.openedAt)))"),
+        ]
+        if incident.isOpen {
+            rows.append(("Next step", nextStep(incident)))
+        } else {
+            rows.append(("Resolution", incident.resolution ?? "-"))
+            rows.append(("Closed", incident.closedAt.map { "\($0) (\(relative($0)))" } ?? "-"))
+        }
+        rows += [
+            ("Failures", "\(incident.failures)"),
+            ("Parked", "\(incident.parked)"),
+            ("Released", "\(incident.released)"),
+            ("Dead-lettered", "\(incident.deadLettered)"),
+        ]
+        let width = rows.map(\.0.count).max() ?? 0
+        var lines = rows.map { label, value in
+            paint(label + ":", .bold) + String(repeating: " ", count: width - label.count + 1) + value
+        }
+        if !detail.parkedJobs.isEmpty {
+            lines.append("")
+            lines.append(paint("Parked jobs:", .bold))
+            lines += detail.parkedJobs.map { "  " + $0 }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func jobs(_ list: Control.JobList, shown offset: Int) -> String {
+        guard !list.jobs.isEmpty else { return list.total == 0 ? "No job." : "No job on this page (\(list.total) in all)." }
+        var text = table(
+            ["ID", "SERVICE", "FILE", "SIZE", "STATE", "ATTEMPTS", "INCIDENT", "UPDATED", "ERROR"],
+            list.jobs.map { job in
+                [
+                    Cell(String(job.id.prefix(12))),
+                    Cell(job.service),
+                    Cell(job.file),
+                    Cell("\(job.size)"),
+                    Cell(job.state.rawValue, job.state == .deadLettered ? .bad : job.state == .parked ? .warning : nil),
+                    Cell("\(job.attempts)"),
+                    Cell(job.incident.map { "\($0)" } ?? "-"),
+                    Cell(relative(job.updatedAt)),
+                    Cell(job.reason ?? job.lastError ?? "-"),
+                ]
+            },
+            rightAligned: [3, 5, 6]
+        )
+        if list.jobs.count < list.total {
+            text += "\n\(paint("jobs \(offset + 1)–\(offset + list.jobs.count) of \(list.total)", .dim))"
+        }
+        return text
+    }
+
+    func event(_ event: Control.Event) -> String {
+        let time = String(event.at.dropFirst(11).prefix(8))
+        var parts = [paint(time, .dim), paint(event.kind, .bold)]
+        if let incident = event.incident {
+            parts.append("incident \(incident.id) (\(incident.service), \(incident.category.rawValue) \(incident.scope)): \(incident.title)")
+            if incident.isOpen, incident.nextAction != nil { parts.append("— \(nextStep(incident))") }
+        }
+        if let job = event.job { parts.append("job \(job)") }
+        if let reason = event.reason { parts.append("— \(reason)") }
+        return parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import ErrorBusControl
+@testable import errorbusctl
+import Foundation
+import Testing
+
+/// errorbusctl's arguments and its human output, without a daemon (the runs of the built binary
+/// are in ControlIntegrationTests).
+@Suite struct ErrorbusctlParsingTests {
+    @Test func retryNamesExactlyOneTarget() throws {
+        let incident = try #require(try Errorbusctl.parseAsRoot(["retry", "7"]) as? Retry)
+        #expect(incident.target.target == Control.Target(incident: 7))
+        let job = try #require(try Errorbusctl.parseAsRoot(["retry", "--job", "abc"]) as? Retry)
+        #expect(job.target.target == Control.Target(job: "abc"))
+        let dead = try #require(try Errorbusctl.parseAsRoot(["discard", "--dead-letters", "--json"]) as? Discard)
+        #expect(dead.target.target == Control.Target(deadLetters: true))
+        #expect(dead.options.json)
+
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry"]) }
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry", "7", "--dead-letters"]) }
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry", "seven"]) }
+    }
+
+    @Test func everyCommandTakesSocketAndJSON() throws {
+        for command in ["status", "incidents", "incident 1", "jobs", "dead", "watch", "retry 1", "discard 1", "cancel j", "pause sync", "resume sync", "reauth", "reload"] {
+            let arguments = command.split(separator: " ").map(String.init) + ["--socket", "/tmp/x.sock", "--json"]
+            let parsed = try #require(try Errorbusctl.parseAsRoot(arguments) as? any ControlCommand)
+            #expect(parsed.options.socket == "/tmp/x.sock", "\(command)")
+            #expect(parsed.options.json, "\(command)")
+        }
+        let status = try #require(try Errorbusctl.parseAsRoot([]) as? Status)
+        #expect(status.options.socket == "/run/errorbusd/io.errorbus.Control")
+        #expect(!status.options.json)
+    }
+
+    @Test func jobsChecksItsFilter() throws {
+        let jobs = try #require(try Errorbusctl.parseAsRoot(["jobs", "--service", "sync", "--state", "deadLettered", "--offset", "20", "--limit", "10"]) as? Jobs)
+        #expect(jobs.state == "deadLettered")
+        #expect(jobs.offset == 20)
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["jobs", "--state", "lost"]) }
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["jobs", "--limit", "0"]) }
+    }
+
+    @Test func timesAreSaidRelativeToNow() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(Output.relative(now.addingTimeInterval(8), now: now) == "in 8s")
+        #expect(Output.relative(now.addingTimeInterval(-180), now: now) == "3m ago")
+        #expect(Output.relative(now.addingTimeInterval(-192), now: now) == "3m12s ago")
+        #expect(Output.relative(now.addingTimeInterval(3725), now: now) == "in 1h2m")
+        #expect(Output.relative(now.addingTimeInterval(-2 * 86_400 - 3 * 3600), now: now) == "2d3h ago")
+        #expect(Output.relative(now.addingTimeInterval(0.6), now: now) == "in 1s")
+        #expect(Output.relative(now.addingTimeInterval(-0.4), now: now) == "now")
+        let output = Output(now: now)
+        #expect(output.relative("2027-01-15T08:00:10Z") == Output.relative(Date(timeIntervalSince1970: 1_800_000_010), now: now))
+        #expect(output.relative("2027-01-15T08:00:10.250Z") == "in 11s")
+        #expect(output.relative(nil) == "-")
+    }
+
+    @Test func tablesAlignTheirColumns() {
+        let output = Output(now: Date())
+        let table = output.table(
+            ["NAME", "COUNT", "NOTE"],
+            [["sync", "12", "x"], ["loader", "3", "a longer note"]],
+            rightAligned: [1]
+        )
+        #expect(table == """
+            NAME    COUNT  NOTE
+            sync       12  x
+            loader      3  a longer note
+            """)
+    }
+}

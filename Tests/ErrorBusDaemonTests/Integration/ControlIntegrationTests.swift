@@ -1,0 +1,468 @@
+import ErrorBusControl
+import Foundation
+import Glibc
+import Logging
+@testable import Sandbox
+import TestSupport
+import Testing
+import Varlink
+
+/// `io.errorbus.Control` on the real errorbusd's real socket, through `errorbusctl` and through
+/// a Varlink client in the test. Every wait is for something a process says; none is a sleep.
+@Suite("Integration: the control socket and errorbusctl", .serialized, .timeLimit(.minutes(2)))
+struct ControlIntegrationTests {
+    typealias Daemon = DaemonIntegrationTests
+
+    static let quiet = Logger(label: "control-tests", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Runs errorbusctl against the daemon's socket, as root or (`asNobody`) with uid and gid
+    /// 65534 and no supplementary group.
+    static func ctl(_ daemon: DaemonProcess, _ arguments: String..., asNobody: Bool = false) async throws -> ChildProcess.Finished {
+        let command = [Binaries.path("errorbusctl")] + arguments + ["--socket", daemon.controlSocket]
+        if asNobody {
+            return try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + command)
+        }
+        return try await ChildProcess.run(command[0], Array(command.dropFirst()))
+    }
+
+    /// errorbusctl's `--json` output, decoded; the run must have succeeded.
+    static func json<Reply: Decodable>(
+        _ type: Reply.Type,
+        _ finished: ChildProcess.Finished,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Reply {
+        #expect(finished.status == 0, "errorbusctl exited \(finished.status): \(finished.standardError)", sourceLocation: sourceLocation)
+        return try JSONDecoder().decode(Reply.self, from: Data(finished.standardOutput.utf8))
+    }
+
+    /// Calls the daemon with a Varlink client.
+    static func varlink<Result>(_ daemon: DaemonProcess, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+        try await VarlinkClient.withConnection(to: daemon.controlSocket, logger: quiet, body)
+    }
+
+    /// An API outage (by default: connections reset, a `transient` incident) holding `count`
+    /// uploads in incident 1.
+    static func outage(
+        _ sandbox: SandboxProcess,
+        _ daemon: DaemonProcess,
+        count: Int,
+        fault: String = #"{"route":"all","mode":"down"}"#
+    ) async throws {
+        try await sandbox.fault(fault)
+        for number in 0..<count { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
+        try await daemon.waitForLog("parked under incident 1", count: count)
+    }
+
+    @Test func statusIncidentsAndJobsTellTheOutageTruthfully() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            // Before: everything runs.
+            let calm = try Self.json(Control.Status.self, try await Self.ctl(daemon, "status", "--json"))
+            #expect(calm.running)
+            #expect(calm.services.map(\.name) == ["sync", "loader", "auth"])
+            #expect(calm.services.allSatisfy { $0.state == .running })
+            #expect(calm.incidents.isEmpty)
+
+            // 429 with a long Retry-After: nothing moves while the test looks.
+            try await Self.outage(sandbox, daemon, count: 5, fault: #"{"route":"items","mode":"status","status":429,"retryAfter":60}"#)
+
+            // The Varlink client and errorbusctl --json see the same thing.
+            let status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            let viaCtl = try Self.json(Control.Status.self, try await Self.ctl(daemon, "status", "--json"))
+            for seen in [status, viaCtl] {
+                let sync = try #require(seen.services.first { $0.name == "sync" })
+                #expect(sync.state == .held)
+                #expect(sync.parked == 5)
+                #expect(sync.incidents == [1])
+                #expect(sync.lastError?.incident == 1)
+                #expect(sync.lastError?.open == true)
+                let incident = try #require(seen.incidents.first)
+                #expect(seen.incidents.count == 1)
+                #expect(incident.id == 1)
+                #expect(incident.category == .rateLimited)
+                #expect(incident.parked == 5)
+                #expect(incident.nextAction == "canary")
+                #expect(incident.nextActionAt != nil)
+                // The same story as STATUS=.
+                #expect(seen.statusLine.hasPrefix("sync: 5 parked, 127.0.0.1 rate-limiting since "))
+                #expect(seen.statusLine.contains(", next attempt in "))
+            }
+
+            // As text: an aligned table, no colour off a terminal, relative times.
+            let text = try await Self.ctl(daemon, "status")
+            #expect(text.status == 0)
+            #expect(!text.standardOutput.contains("\u{1B}["))
+            let lines = text.outputLines
+            let header = try #require(lines.first { $0.hasPrefix("SERVICE") })
+            let syncLine = try #require(lines.first { $0.hasPrefix("sync ") })
+            #expect(header.range(of: "STATE")?.lowerBound.utf16Offset(in: header) == syncLine.range(of: "held")?.lowerBound.utf16Offset(in: syncLine))
+            #expect(syncLine.contains("#1 "))
+            // Retry-After 60, a little jitter, and the time the test has taken.
+            #expect(text.standardOutput.contains(" canary in "))
+            #expect(syncLine.contains("#1 API rate limit reached"))
+
+            // Incidents, one incident, and a missing one.
+            let incidents = try Self.json(Control.IncidentList.self, try await Self.ctl(daemon, "incidents", "--json"))
+            #expect(incidents.incidents.map(\.id) == [1])
+            let incidentsText = try await Self.ctl(daemon, "incidents")
+            #expect(incidentsText.outputLines.count == 2)
+            #expect(incidentsText.outputLines[1].contains("rateLimited"))
+            let detail = try Self.json(Control.IncidentDetail.self, try await Self.ctl(daemon, "incident", "1", "--json"))
+            #expect(detail.incident.id == 1)
+            #expect(detail.parkedJobs.count == 5)
+            let detailText = try await Self.ctl(daemon, "incident", "1")
+            #expect(detailText.standardOutput.contains("Category:"))
+            #expect(detailText.standardOutput.contains("rateLimited"))
+            let missing = try await Self.ctl(daemon, "incident", "99")
+            #expect(missing.status == 4)
+            #expect(missing.standardError.contains("no incident 99"))
+            await #expect(throws: VarlinkError.self) {
+                try await Self.varlink(daemon) { try await $0.call(Control.getIncident, .init(id: 99)) }
+            }
+            let error = try await Self.varlink(daemon) { client -> VarlinkError? in
+                do {
+                    _ = try await client.call(Control.getIncident, .init(id: 99))
+                    return nil
+                } catch let error as VarlinkError {
+                    return error
+                }
+            }
+            #expect(error?.name == "io.errorbus.Control.NoSuchIncident")
+
+            // Jobs, filtered and paged.
+            let parked = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "jobs", "--state", "parked", "--json"))
+            #expect(parked.total == 5)
+            #expect(parked.jobs.count == 5)
+            #expect(parked.jobs.allSatisfy { $0.state == .parked && $0.incident == 1 && $0.service == "sync" })
+            let page = try await Self.varlink(daemon) {
+                try await $0.call(Control.listJobs, .init(service: "sync", state: .parked, offset: 3, limit: 2))
+            }
+            #expect(page.jobs.map(\.id) == Array(parked.jobs.map(\.id)[3...]))
+            let pageText = try await Self.ctl(daemon, "jobs", "--state", "parked", "--limit", "2")
+            #expect(pageText.standardOutput.contains("jobs 1–2 of 5"))
+            let badState = try await Self.ctl(daemon, "jobs", "--state", "lost")
+            #expect(badState.status == 64)
+
+            // Recovery, hurried by an operator: the incident resolves, the history has it, the
+            // service runs again.
+            try await sandbox.clearFaults()
+            let retried = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "1", "--json"))
+            #expect(retried.count == 1)
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let after = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            #expect(after.incidents.isEmpty)
+            #expect(after.services.first?.state == .running)
+            #expect(after.services.first?.lastError?.open == false)
+            let history = try Self.json(Control.IncidentList.self, try await Self.ctl(daemon, "incidents", "--all", "--json"))
+            #expect(history.incidents.first?.id == 1)
+            #expect(history.incidents.first?.resolution == "recovered")
+            #expect(history.incidents.first?.closedAt != nil)
+            let delivered = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .delivered)) }
+            #expect(delivered.total == 5)
+        }
+    }
+
+    @Test func watchSeesAnOutageOpenAndResolveLive() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            let watcher = try ChildProcess(Binaries.path("errorbusctl"), ["watch", "--json", "--socket", daemon.controlSocket])
+            defer { watcher.terminate() }
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"synchronized""#))
+
+            try await Self.outage(sandbox, daemon, count: 3)
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentOpened""#))
+
+            // A watch that starts now replays the open incident first.
+            let replayed = try await Self.varlink(daemon) { client in
+                var events: [Control.Event] = []
+                for try await event in try await client.stream(Control.watch, VarlinkEmpty()) {
+                    events.append(event)
+                    if event.kind == "synchronized" { break }
+                }
+                return events
+            }
+            #expect(replayed.map(\.kind) == ["incidentOpen", "synchronized"])
+            #expect(replayed.first?.replay == true)
+            #expect(replayed.first?.incident?.id == 1)
+
+            try await sandbox.clearFaults()
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentResolved""#))
+            let events = watcher.standardOutput.text.split(separator: "\n").compactMap {
+                try? JSONDecoder().decode(Control.Event.self, from: Data($0.utf8))
+            }
+            let opened = try #require(events.first { $0.kind == "incidentOpened" })
+            #expect(opened.incident?.category == .transient)
+            let resolved = try #require(events.first { $0.kind == "incidentResolved" })
+            #expect(resolved.incident?.id == 1)
+            #expect(resolved.incident?.resolution == "recovered")
+        }
+    }
+
+    @Test func aNonMemberCanReadButMayNotRetry() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            // Let uid 65534 reach the socket: mkdtemp made the directory 0700.
+            #expect(chmod(daemon.root, 0o755) == 0)
+            try await Self.outage(sandbox, daemon, count: 2)
+
+            let status = try Self.json(Control.Status.self, try await Self.ctl(daemon, "status", "--json", asNobody: true))
+            #expect(status.incidents.map(\.id) == [1])
+            let text = try await Self.ctl(daemon, "incidents", asNobody: true)
+            #expect(text.status == 0)
+
+            let refused = try await Self.ctl(daemon, "retry", "1", asNobody: true)
+            #expect(refused.status == 77)
+            #expect(refused.standardError.contains("permission denied: only root or members of group errorbus may call io.errorbus.Control.Retry"))
+            let refusedJSON = try await Self.ctl(daemon, "pause", "sync", "--json", asNobody: true)
+            #expect(refusedJSON.status == 77)
+            try await daemon.waitForLog("control: Retry refused to uid 65534")
+
+            // Root may.
+            let retried = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "1", "--json"))
+            #expect(retried.count == 1)
+            let viaVarlink = try await Self.varlink(daemon) { try await $0.call(Control.retry, .init(incident: 1)) }
+            #expect(viaVarlink.count == 1)
+        }
+    }
+
+    @Test func membersOfTheControlGroupMayChangeThings() async throws {
+        // nogroup (65534) is the control group. uid 65534 runs with gid 0 here, so that only the
+        // user database (getgrouplist: nobody's primary group is nogroup) makes it a member.
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_CONTROL_GROUP": "nogroup"]) { sandbox, daemon in
+            #expect(chmod(daemon.root, 0o755) == 0)
+            try await Self.outage(sandbox, daemon, count: 1)
+            let command = [Binaries.path("errorbusctl"), "retry", "1", "--json", "--socket", daemon.controlSocket]
+            let member = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=0", "--clear-groups"] + command)
+            #expect(try Self.json(Control.Count.self, member).count == 1)
+            try await daemon.waitForLog("control: Retry by uid 65534")
+
+            // uid 1 (daemon) is no member of nogroup.
+            let other = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=1", "--regid=1", "--clear-groups"] + command)
+            #expect(other.status == 77)
+            #expect(other.standardError.contains("members of group nogroup"))
+        }
+    }
+
+    @Test func aSocketPassedBySocketActivationIsAdopted() async throws {
+        let scratch = try ScratchDirectory("activation")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        defer { try? FileManager.default.removeItem(atPath: daemon.controlSocket) }
+        let activated = scratch.file("activated.socket")
+        // systemd-socket-activate binds the socket, waits for a connection, then execs errorbusd
+        // with it as descriptor 3, named as errorbusd.socket names it.
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            ["--listen=\(activated)", "--fdname=io.errorbus.Control", "-E", "CREDENTIALS_DIRECTORY=\(daemon.environment["CREDENTIALS_DIRECTORY"] ?? "")",
+             Binaries.path("errorbusd"), "--config", daemon.configurationFile],
+            environment: daemon.environment
+        )
+        do {
+            let listening = await activator.waitForStandardError(containing: "Listening on \(activated)")
+            try #require(listening, "systemd-socket-activate did not start: \(activator.standardError.text)")
+
+            // The first call starts errorbusd, which answers it on the socket it was given.
+            let status = try Self.json(
+                Control.Status.self,
+                try await ChildProcess.run(Binaries.path("errorbusctl"), ["status", "--json", "--socket", activated])
+            )
+            #expect(status.services.map(\.name) == ["sync", "loader", "auth"])
+            #expect(await activator.waitForStandardError(containing: "errorbusd ready"))
+            #expect(activator.standardError.text.contains("Varlink server listening"))
+            #expect(activator.standardError.text.contains("fd:3"))
+            // It did not bind control.socket-path as well.
+            #expect(!FileManager.default.fileExists(atPath: daemon.controlSocket))
+        } catch {
+            activator.signal(SIGKILL)
+            _ = await activator.waitForExit()
+            try? await sandbox.stop()
+            throw error
+        }
+        activator.terminate()
+        let finished = await activator.waitForExit()
+        #expect(finished.status == 0, "errorbusd exited with \(finished.status):\n\(finished.standardError)")
+        try await sandbox.stop()
+    }
+
+    @Test func deadLettersAreListedRetriedAndDiscarded() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"field 'customer' is required"}"#)
+            for number in 0..<3 { try daemon.drop("bad-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("set aside as a dead letter: ", count: 3)
+
+            let dead = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "dead", "--json"))
+            #expect(dead.total == 3)
+            #expect(dead.jobs.allSatisfy { $0.state == .deadLettered && $0.reason?.contains("field 'customer' is required") == true })
+            let deadText = try await Self.ctl(daemon, "dead")
+            #expect(deadText.outputLines.count == 4)
+            #expect(deadText.standardOutput.contains("deadLettered"))
+            let status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            #expect(status.services.first?.dead == 3)
+
+            // One is given up; the others go again once the API takes them.
+            let discarded = try Self.json(Control.Count.self, try await Self.ctl(daemon, "discard", "--job", dead.jobs[0].id, "--json"))
+            #expect(discarded.count == 1)
+            let noTarget = try await Self.ctl(daemon, "retry")
+            #expect(noTarget.status == 64)
+            let twoTargets = try await Self.varlink(daemon) { client -> String? in
+                do {
+                    _ = try await client.call(Control.retry, .init(incident: 1, deadLetters: true))
+                    return nil
+                } catch let error as VarlinkError {
+                    return error.name
+                }
+            }
+            #expect(twoTargets == "io.errorbus.Control.InvalidTarget")
+
+            try await sandbox.clearFaults()
+            let retried = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "--dead-letters", "--json"))
+            #expect(retried.count == 2)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.count == 1 }
+            let left = try await Self.varlink(daemon) { try await $0.call(Control.listDeadLetters, .init()) }
+            #expect(left.jobs.isEmpty)
+            let counts = try await Self.varlink(daemon) { client in
+                (
+                    try await client.call(Control.listJobs, .init(state: .delivered)).total,
+                    try await client.call(Control.listJobs, .init(state: .discarded)).total
+                )
+            }
+            #expect(counts == (2, 1))
+            let missing = try await Self.ctl(daemon, "retry", "--job", "no-such-job")
+            #expect(missing.status == 4)
+        }
+    }
+
+    @Test func pauseCancelResumeReloadAndReauthenticate() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            let paused = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
+            let status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            #expect(status.services.first?.state == .paused)
+            #expect(status.incidents.map(\.id) == [paused.id])
+
+            // Work parks under the pause; one parked job is cancelled.
+            for number in 0..<2 { try daemon.drop("held-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("parked under incident \(paused.id)", count: 2)
+            let parked = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .parked)) }
+            #expect(parked.total == 2)
+            let cancelled = try await Self.ctl(daemon, "cancel", parked.jobs[0].id)
+            #expect(cancelled.status == 0, "\(cancelled.standardError)")
+            #expect(cancelled.standardOutput.contains("cancelled: \(parked.jobs[0].id)"))
+            let cancelledAgain = try await Self.ctl(daemon, "cancel", parked.jobs[0].id)
+            #expect(cancelledAgain.status == 4)
+
+            let resumed = try Self.json(Control.Count.self, try await Self.ctl(daemon, "resume", "sync", "--json"))
+            #expect(resumed.count == 1)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.count == 1 }
+            #expect(try await sandbox.items().count == 1)
+
+            let unknown = try await Self.ctl(daemon, "pause", "nothing")
+            #expect(unknown.status == 4)
+            #expect(unknown.standardError.contains("no service nothing"))
+
+            let reload = try await Self.ctl(daemon, "reload")
+            #expect(reload.status == 0, "\(reload.standardError)")
+            try await daemon.waitForLog("configuration reloaded")
+            let tokensBefore = try await sandbox.stats().tokens.requests
+            let reauth = try Self.json(Control.Reauthentication.self, try await Self.ctl(daemon, "reauth", "--json"))
+            #expect(reauth.outcome == "renewed")
+            #expect(try await sandbox.stats().tokens.requests == tokensBefore + 1)
+        }
+    }
+
+    @Test func aRawClientIsAnsweredAndMisbehavingOnesDoNotDisturbIt() async throws {
+        try await Daemon.withDaemon { _, daemon in
+            let client = try RawVarlink(daemon.controlSocket)
+            let status = try #require(try await client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#))
+            let parameters = try #require(status["parameters"] as? [String: Any])
+            let services = try #require(parameters["services"] as? [[String: Any]])
+            #expect(services.compactMap { $0["name"] as? String } == ["sync", "loader", "auth"])
+            #expect(services.first?["state"] as? String == "running")
+
+            // Typed errors for a wrong type, an unknown method, a missing incident.
+            let wrongType = try #require(try await client.call(#"{"method":"io.errorbus.Control.Retry","parameters":{"incident":"one"}}"#))
+            #expect(wrongType["error"] as? String == "org.varlink.service.InvalidParameter")
+            #expect((wrongType["parameters"] as? [String: Any])?["parameter"] as? String == "incident")
+            let unknown = try #require(try await client.call(#"{"method":"io.errorbus.Control.Explode"}"#))
+            #expect(unknown["error"] as? String == "org.varlink.service.MethodNotFound")
+            let missing = try #require(try await client.call(#"{"method":"io.errorbus.Control.GetIncident","parameters":{"id":7}}"#))
+            #expect(missing["error"] as? String == "io.errorbus.Control.NoSuchIncident")
+            #expect((missing["parameters"] as? [String: Any])?["id"] as? Int == 7)
+
+            // A message over 1 MiB is refused and its connection closed; a message that stalls
+            // halfway is cut off after the message timeout. The first client is still answered.
+            let flooder = try RawVarlink(daemon.controlSocket)
+            try? await flooder.send(bytes: Array(#"{"method":"io.errorbus.Control.GetStatus","parameters":{"x":""#.utf8) + [UInt8](repeating: 0x61, count: 2 << 20))
+            let tooLarge = try await flooder.receive()
+            #expect(tooLarge?["error"] as? String == "io.errorbus.varlink.MessageTooLarge")
+            #expect(try await flooder.receive() == nil)
+            let staller = try RawVarlink(daemon.controlSocket)
+            try await staller.send(bytes: Array(#"{"method":"io.errorbus.Con"#.utf8))
+            #expect(try await client.call(#"{"method":"io.errorbus.Control.ListIncidents"}"#)?["parameters"] != nil)
+            while let message = try await staller.receive() {
+                #expect(message["error"] != nil)
+            }
+            #expect(try await client.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+        }
+    }
+
+    @Test func connectionsBeyondControlMaxConnectionsAreToldSo() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_CONTROL_MAX_CONNECTIONS": "2"]) { _, daemon in
+            let first = try RawVarlink(daemon.controlSocket)
+            let second = try RawVarlink(daemon.controlSocket)
+            #expect(try await first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            #expect(try await second.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+            let third = try RawVarlink(daemon.controlSocket)
+            let refused = try await third.receive()
+            #expect(refused?["error"] as? String == "io.errorbus.varlink.TooManyConnections")
+            let viaCtl = try await Self.ctl(daemon, "status")
+            #expect(viaCtl.status == 1)
+            #expect(viaCtl.standardError.contains("as many control connections as it takes"))
+            #expect(try await first.call(#"{"method":"io.errorbus.Control.GetStatus"}"#)?["parameters"] != nil)
+        }
+    }
+
+    @Test func anyVarlinkClientCanIntrospectTheInterface() async throws {
+        try await Daemon.withDaemon { _, daemon in
+            let (info, description) = try await Self.varlink(daemon) { client in
+                (
+                    try await client.call(VarlinkService.getInfo),
+                    try await client.call(VarlinkService.getInterfaceDescription, .init(interface: Control.interfaceName))
+                )
+            }
+            #expect(info.product == "errorbusd")
+            #expect(info.interfaces.contains(Control.interfaceName))
+            #expect(description.description == Control.interface.description)
+            #expect(description.description.contains("method GetStatus() -> ("))
+            #expect(description.description.contains("error PermissionDenied ("))
+        }
+    }
+
+    /// The reference implementation of Varlink (PyPI: varlink; `scripts/test` installs it) builds
+    /// its proxy from the interface definition errorbusd serves, then calls through it.
+    static let pythonClient = """
+        import json, sys, varlink
+        with varlink.Client(address="unix:" + sys.argv[1]) as client:
+            with client.open("io.errorbus.Control") as control:
+                status = control.GetStatus()
+                jobs = control.ListJobs(state="queued", limit=5)
+                try:
+                    control.GetIncident(id=99)
+                    error = None
+                except varlink.VarlinkError as e:
+                    error = e.error()
+                print(json.dumps({"services": [s["name"] for s in status["services"]], "total": jobs["total"], "error": error}))
+        """
+
+    @Test func thePythonReferenceClientReadsTheInterfaceAndCalls() async throws {
+        try await Daemon.withDaemon { _, daemon in
+            let finished = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", Self.pythonClient, daemon.controlSocket])
+            #expect(finished.status == 0, "\(finished.standardError)")
+            #expect(finished.standardOutput == #"{"services": ["sync", "loader", "auth"], "total": 0, "error": "io.errorbus.Control.NoSuchIncident"}"# + "\n")
+        }
+    }
+
+    @Test func withoutADaemonErrorbusctlSaysSoAndExits69() async throws {
+        let scratch = try ScratchDirectory("ctl")
+        let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["status", "--socket", scratch.file("none.socket")])
+        #expect(finished.status == 69)
+        #expect(finished.standardError.contains("errorbusd is not running"))
+    }
+}
