@@ -27,7 +27,10 @@ struct Errorbusd: AsyncParsableCommand {
     func run() async throws {
         let startedAt = ContinuousClock.now
         let environment = ProcessInfo.processInfo.environment
-        let notifier = SystemdNotifier()
+        // The manager's socket from $NOTIFY_SOCKET, written without waiting: sd_notify blocks
+        // while the manager's queue is full, and errorbusd must not block a cooperative thread
+        // on it (a dropped STATUS= is logged; the next one follows).
+        let notifier = environment["NOTIFY_SOCKET"].map { SystemdNotifier(socketPath: $0) } ?? .disabled
         let configuration: DaemonConfiguration
         do {
             configuration = try await DaemonConfiguration.load(file: config, environment: environment)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import TestSupport
 
@@ -11,6 +12,7 @@ struct ServiceManagerIntegrationTests {
         let directory = try TemporaryDirectory()
         let manager = try TestSocket.datagram(boundTo: directory.path + "/notify")
         let messages = Notifications(socket: manager)
+        defer { messages.close() }
         try await DaemonIntegrationTests.withDaemon(environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "600000"]) { sandbox, daemon in
             // READY=1 only once errorbusd is ready: its "ready" line is already written.
             let ready = try await messages.wait { $0.contains("READY=1") }
@@ -20,8 +22,6 @@ struct ServiceManagerIntegrationTests {
             let log = try daemon.current.standardError.text
             let listening = try #require(log.range(of: "Varlink server listening"))
             #expect(listening.lowerBound < (log.range(of: "errorbusd ready")?.lowerBound ?? log.startIndex))
-            // (No call on the socket here: while the test is not reading its notify socket, ten
-            // queued datagrams block errorbusd's sd_notify, and with it the call's handler.)
 
             // Half the watchdog interval, while the bus answers.
             _ = try await messages.wait { $0 == "WATCHDOG=1" }
@@ -47,23 +47,50 @@ struct ServiceManagerIntegrationTests {
     }
 }
 
-/// The datagrams errorbusd sent to the test's notify socket, read as they arrive.
+/// The datagrams errorbusd sends to the test's notify socket. A thread reads them as they
+/// arrive, the way systemd does, so the socket's queue (ten datagrams) never fills while the
+/// test is busy elsewhere; waits look through what arrived, on a Dispatch thread rather than the
+/// cooperative pool.
 final class Notifications: Sendable {
-    let socket: TestSocket
+    private let socket: TestSocket
+    private let state = Mutex<(received: [String], next: Int, closed: Bool)>(([], 0, false))
+    private let arrived = DispatchSemaphore(value: 0)
 
-    init(socket: TestSocket) { self.socket = socket }
-
-    /// Waits (30 s at most) for a datagram that `matches`, skipping the others, and returns it.
-    func wait(for matches: @escaping @Sendable (String) -> Bool) async throws -> String {
-        let socket = self.socket
-        return try await Task.detached {
-            for _ in 0..<30 {
-                // Blocks at most a second per call.
+    init(socket: TestSocket) {
+        self.socket = socket
+        let thread = Thread { [self] in
+            while !state.withLock({ $0.closed }) {
+                // Blocks at most a second, so that close() is noticed.
                 guard let message = try? socket.receive(timeout: 1) else { continue }
-                if matches(message) { return message }
+                state.withLock { $0.received.append(message) }
+                arrived.signal()
             }
-            throw NotificationTimeout()
-        }.value
+        }
+        thread.start()
+    }
+
+    /// Stops the reading thread (within a second).
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Waits (30 s at most) for a datagram that `matches`, skipping the ones before it, and
+    /// returns it.
+    func wait(for matches: @escaping @Sendable (String) -> Bool) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { [self] in
+                let deadline = DispatchTime.now() + .seconds(30)
+                while true {
+                    let found = state.withLock { state -> String? in
+                        while state.next < state.received.count {
+                            defer { state.next += 1 }
+                            if matches(state.received[state.next]) { return state.received[state.next] }
+                        }
+                        return nil
+                    }
+                    if let found { return continuation.resume(returning: found) }
+                    if arrived.wait(timeout: deadline) == .timedOut { return continuation.resume(throwing: NotificationTimeout()) }
+                }
+            }
+        }
     }
 }
 
