@@ -125,9 +125,10 @@ struct ControlService: Sendable {
         let snapshot = await bus.snapshot()
         let now = Date()
         let history = try storeCall { () throws(StoreError) in try store.incidents(limit: 50) }
+        let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         var services: [Control.ServiceStatus] = []
         for name in Self.services {
-            let counts = try storeCall { () throws(StoreError) in try store.counts(service: name) }
+            let counts = pending[name] ?? JobCounts()
             let holding = snapshot.incidents.filter { $0.service == name || ($0.parkedByService[name] ?? 0) > 0 }
             let lastError: Control.LastError? =
                 if let open = holding.filter({ $0.service == name }).max(by: { $0.id < $1.id }) {

@@ -105,6 +105,29 @@ extension JobStore {
         }
     }
 
+    /// How many jobs of each service are pending (queued, in flight, parked, dead-lettered), in
+    /// one query that walks only those states' ranges of the `job_state` index: delivered and
+    /// discarded jobs, however many have piled up, cost nothing. For status displays.
+    public func pendingCounts() throws(StoreError) -> [String: JobCounts] {
+        try read("counting pending jobs") { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT service, state, COUNT(*) FROM job
+                    WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered')
+                    GROUP BY service, state
+                    """
+            )
+            var counts: [String: JobCounts] = [:]
+            for row in rows {
+                let service: String = row[0]
+                let state: String = row[1]
+                if let state = JobState(rawValue: state) { counts[service, default: JobCounts()][state] = row[2] }
+            }
+            return counts
+        }
+    }
+
     // MARK: Changing state
 
     /// Marks queued jobs `inFlight`. Returns how many were queued (the others are left alone).

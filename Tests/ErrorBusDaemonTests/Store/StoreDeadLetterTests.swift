@@ -14,6 +14,21 @@ import Testing
         }
     }
 
+    @Test func pendingCountsAreByServiceAndLeaveFinishedJobsOut() async throws {
+        try await withDeadLetters { store throws in
+            var loader = StoreTestDirectory.newJobs(3, prefix: "resource")
+            for index in loader.indices { loader[index].service = "loader" }
+            _ = try store.enqueue(loader)
+            try store.markInFlight("resource-0")
+            try store.markDelivered(["resource-1"])
+            try store.markDiscarded("job-4")
+            let pending = try store.pendingCounts()
+            #expect(pending["sync"] == JobCounts([.deadLettered: 4, .queued: 1]))
+            #expect(pending["loader"] == JobCounts([.inFlight: 1, .queued: 1]))
+            #expect(pending.count == 2)
+        }
+    }
+
     @Test func deadLettersAreListedAllOrByIncident() async throws {
         try await withDeadLetters { store throws in
             #expect(try store.deadLetters().map(\.id) == ["job-0", "job-1", "job-2", "job-3", "job-4"])
