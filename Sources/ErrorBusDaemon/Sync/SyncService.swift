@@ -174,11 +174,13 @@ actor SyncService: Service {
         guard !ready.isEmpty else { return }
         do {
             let result = try store.enqueue(ready)
-            for duplicate in result.duplicates where duplicate.new.path != duplicate.existing.path {
+            for duplicate in result.duplicates {
                 if duplicate.existing.state == .delivered {
-                    // The API already has this content: the new file is a copy of a delivered one.
+                    // The API already has this content: the file is a copy of a delivered one,
+                    // or the delivered file itself, left by a stop between recording the
+                    // delivery and removing the file (kill -9, a crash).
                     remove(duplicate.new.path, fileName: duplicate.new.fileName)
-                } else if !duplicate.existing.state.isFinal {
+                } else if duplicate.new.path != duplicate.existing.path && !duplicate.existing.state.isFinal {
                     // Delivered together with the job that has this content.
                     duplicates[duplicate.existing.id, default: []].append(duplicate.new.path)
                 }

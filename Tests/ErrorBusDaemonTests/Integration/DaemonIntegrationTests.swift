@@ -229,6 +229,19 @@ struct DaemonIntegrationTests {
         try await sandbox.stop()
     }
 
+    /// The state a stop between recording a delivery and removing the file leaves: the file of
+    /// a delivered job, at the same path. It is removed, not uploaded again, not left forever.
+    @Test func theFileOfADeliveredJobIsRemovedWithoutASecondUpload() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try daemon.drop("again.bin", content: Self.content(7))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try daemon.drop("again.bin", content: Self.content(7))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let puts = try #require(try await sandbox.stats().recent).filter { $0.route == "items" }
+            #expect(puts.count == 1)
+        }
+    }
+
     @Test func kill9MidUploadThenRestartDeliversEverything() async throws {
         let scratch = try ScratchDirectory("kill9")
         let sandbox = try await SandboxProcess(in: scratch)
