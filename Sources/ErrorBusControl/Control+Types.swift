@@ -331,6 +331,14 @@ extension Control {
         public init(service: String) { self.service = service }
     }
 
+    /// The reply of `GetMetrics`.
+    public struct MetricsExposition: Codable, Sendable, Equatable {
+        /// Prometheus text exposition format, version 0.0.4.
+        public var text: String
+
+        public init(text: String) { self.text = text }
+    }
+
     /// The reply of `Reauthenticate`.
     public struct Reauthentication: Codable, Sendable, Equatable {
         /// `renewed`, `rejected` or `unavailable`.

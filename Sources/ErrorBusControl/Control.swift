@@ -110,6 +110,13 @@ public enum Control {
         documentation: "Mutating. Reads the configuration again, as SIGHUP does. A configuration that\ndoes not load is answered with ReloadFailed and the running one kept."
     )
 
+    /// `GetMetrics`
+    public static let getMetrics = VarlinkMethod<VarlinkEmpty, MetricsExposition>(
+        interface: interfaceName,
+        name: "GetMetrics",
+        documentation: "errorbusd's metrics (swift-metrics) in the Prometheus text exposition format."
+    )
+
     // MARK: - Errors
 
     /// `NoSuchIncident`
@@ -174,7 +181,7 @@ public enum Control {
                     .method(getStatus), .method(listIncidents), .method(getIncident), .method(listJobs),
                     .method(listDeadLetters), .method(watch),
                     .method(retry), .method(discard), .method(cancel), .method(pause), .method(resume),
-                    .method(reauthenticate), .method(reload),
+                    .method(reauthenticate), .method(reload), .method(getMetrics),
                     .error(noSuchIncident), .error(noSuchJob), .error(noSuchService), .error(permissionDenied),
                     .error(invalidTarget), .error(reloadFailed), .error(storeUnavailable),
                 ]

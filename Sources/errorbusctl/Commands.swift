@@ -268,3 +268,20 @@ extension Pause: ControlCommand {}
 extension Resume: ControlCommand {}
 extension Reauth: ControlCommand {}
 extension Reload: ControlCommand {}
+
+struct MetricsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "metrics",
+        abstract: "Print errorbusd's metrics in the Prometheus text format.",
+        discussion: "For a scraper: errorbusctl metrics > /var/lib/node_exporter/errorbusd.prom. JSON: {\"text\"}."
+    )
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let reply = try await ControlConnection.with(options) { try await $0.call(Control.getMetrics) }
+        if options.json { return try Output.json(reply) }
+        print(reply.text, terminator: "")
+    }
+}
+
+extension MetricsCommand: ControlCommand {}

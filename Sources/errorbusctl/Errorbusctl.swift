@@ -26,7 +26,7 @@ struct Errorbusctl: AsyncParsableCommand {
         subcommands: [
             Status.self, Incidents.self, IncidentCommand.self, Jobs.self, Dead.self,
             Retry.self, Discard.self, Cancel.self, Pause.self, Resume.self, Reauth.self, Reload.self,
-            Watch.self,
+            Watch.self, MetricsCommand.self,
         ],
         defaultSubcommand: Status.self
     )

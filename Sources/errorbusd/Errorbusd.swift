@@ -2,6 +2,8 @@ import ArgumentParser
 import ErrorBusDaemon
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import Systemd
 
 /// errorbusd: keeps a host's background work with a remote API going through outages.
@@ -44,6 +46,8 @@ struct Errorbusd: AsyncParsableCommand {
             return
         }
         Self.bootstrapLogging(level: configuration.log.level)
+        let metrics = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
         let logger = Logger(label: "errorbusd")
         let daemon = Daemon(
             configuration: configuration,
@@ -52,7 +56,8 @@ struct Errorbusd: AsyncParsableCommand {
             logger: logger,
             startedAt: startedAt,
             notifier: notifier,
-            watchdogInterval: try? SystemdNotifier.watchdogInterval()
+            watchdogInterval: try? SystemdNotifier.watchdogInterval(),
+            metrics: metrics
         )
         do {
             try await daemon.run()

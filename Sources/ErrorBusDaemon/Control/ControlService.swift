@@ -2,6 +2,7 @@ import ErrorBus
 import ErrorBusControl
 import Foundation
 import Logging
+import Prometheus
 import Varlink
 
 /// The implementation of `io.errorbus.Control`: reads the bus and the store, and hands operator
@@ -20,6 +21,8 @@ struct ControlService: Sendable {
     let authorization: ControlAuthorization
     /// When errorbusd started (wall clock).
     let startedAt: Date
+    /// Where swift-metrics records, for `GetMetrics`; nil when the process bootstrapped none.
+    let metrics: PrometheusCollectorRegistry?
     let logger: Logger
 
     /// The router serving `io.errorbus.Control` (and `org.varlink.service`).
@@ -33,6 +36,7 @@ struct ControlService: Sendable {
         try router.add(Control.interface)
 
         try router.implement(Control.getStatus) { _, _ in try await status() }
+        try router.implement(Control.getMetrics) { _, _ in try await exposition() }
         try router.implement(Control.listIncidents) { filter, _ in try await incidents(filter) }
         try router.implement(Control.getIncident) { reference, _ in try await incident(reference.id) }
         try router.implement(Control.listJobs) { filter, _ in try jobs(filter) }
@@ -120,6 +124,13 @@ struct ControlService: Sendable {
     }
 
     // MARK: - Reading
+
+    func exposition() async throws -> Control.MetricsExposition {
+        guard let metrics else { return Control.MetricsExposition(text: "") }
+        let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
+        StateGauges.update(await bus.snapshot(), pending: pending)
+        return Control.MetricsExposition(text: metrics.emitToString())
+    }
 
     func status() async throws -> Control.Status {
         let snapshot = await bus.snapshot()

@@ -10,6 +10,7 @@ import NIOPosix
 import NIOSSL
 import ServiceLifecycle
 public import Systemd
+public import Prometheus
 import UnixSignals
 
 /// errorbusd: the bus and the services, assembled into one service group.
@@ -24,6 +25,7 @@ public struct Daemon: Sendable {
     private let logger: Logger
     private let startedAt: ContinuousClock.Instant
     private let notifier: SystemdNotifier
+    private let metrics: PrometheusCollectorRegistry?
     private let watchdogInterval: Duration?
 
     /// - Parameters:
@@ -34,6 +36,7 @@ public struct Daemon: Sendable {
     ///   - notifier: Where readiness, status and watchdog pings go: `$NOTIFY_SOCKET` by default,
     ///     nowhere outside systemd.
     ///   - watchdogInterval: systemd's `WATCHDOG_USEC`, if it set one.
+    ///   - metrics: The registry the process bootstrapped swift-metrics with, for `GetMetrics`.
     public init(
         configuration: DaemonConfiguration,
         configurationFile: String?,
@@ -41,8 +44,10 @@ public struct Daemon: Sendable {
         logger: Logger,
         startedAt: ContinuousClock.Instant = .now,
         notifier: SystemdNotifier = SystemdNotifier(),
-        watchdogInterval: Duration? = nil
+        watchdogInterval: Duration? = nil,
+        metrics: PrometheusCollectorRegistry? = nil
     ) {
+        self.metrics = metrics
         self.notifier = notifier
         self.watchdogInterval = watchdogInterval
         self.configuration = configuration
@@ -107,6 +112,7 @@ public struct Daemon: Sendable {
                     realm: configuration.api.realm,
                     authorization: ControlAuthorization(group: configuration.control.group),
                     startedAt: Date(),
+                    metrics: metrics,
                     logger: logger
                 ),
                 configuration: configuration.control,
@@ -127,6 +133,7 @@ public struct Daemon: Sendable {
                 services: [
                     .init(service: BusService(bus: bus)),
                     .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
+                    .init(service: MetricsBridge(bus: bus)),
                     .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
                     .init(service: auth),
                     .init(service: sync),

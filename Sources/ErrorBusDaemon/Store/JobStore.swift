@@ -199,8 +199,8 @@ public final class JobStore: Sendable {
 
     /// Creates the state directory with mode 0700 when it is missing.
     private static func prepareDirectory(_ directory: String) throws(SystemCallError) {
-        if let status = try StoreSyscalls.stat(directory) {
-            guard status.st_mode & S_IFMT == S_IFDIR else {
+        if let isDirectory = try StoreSyscalls.isDirectory(directory) {
+            guard isDirectory else {
                 throw SystemCallError(call: "stat", errnoCode: ENOTDIR, path: directory)
             }
         } else {

@@ -5,6 +5,7 @@ import Glibc
 #endif
 import ErrorBus
 import Logging
+import Metrics
 import ServiceLifecycle
 
 /// Uploads every file that arrives in the outbox, at least once, never losing one.
@@ -36,6 +37,8 @@ actor SyncService: Service {
     private let auth: AuthService
     private let http: HTTPClient
     private let logger: Logger
+    /// Files delivered (swift-metrics).
+    private let delivered = Counter(label: "errorbus_sync_delivered_total")
     /// Uploads with the current settings; shared by every job.
     private var uploader: Uploader
 
@@ -295,6 +298,7 @@ actor SyncService: Service {
         defer { active.remove(job.id) }
         do {
             _ = try await store.markDelivered(job.id)
+            delivered.increment()
         } catch {
             // The API has it; the file stays and a later upload of it is absorbed by its
             // idempotency key.

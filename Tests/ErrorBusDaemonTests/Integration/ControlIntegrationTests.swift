@@ -330,6 +330,28 @@ struct ControlIntegrationTests {
         }
     }
 
+    @Test func metricsCountTheOutageAndTheDeliveries() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            for number in 0..<4 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("parked under incident 1", count: 4)
+            let during = try await Self.ctl(daemon, "metrics")
+            #expect(during.status == 0)
+            // "down" resets connections: a transient incident.
+            #expect(during.standardOutput.contains(#"errorbus_incidents_opened_total{service="sync",category="transient"} 1"#))
+            #expect(during.standardOutput.contains("errorbus_jobs_parked 4.0"))
+            #expect(during.standardOutput.contains("# TYPE errorbus_incidents_opened_total counter"))
+
+            try await sandbox.clearFaults()
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let after = try Self.json(Control.MetricsExposition.self, try await Self.ctl(daemon, "metrics", "--json"))
+            #expect(after.text.contains("errorbus_sync_delivered_total 4"))
+            #expect(after.text.contains("errorbus_jobs_parked 0.0"))
+            #expect(after.text.contains(#"errorbus_incidents_resolved_total{service="sync",category="transient"} 1"#))
+        }
+    }
+
     @Test func pauseCancelResumeReloadAndReauthenticate() async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             let paused = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
