@@ -53,6 +53,17 @@ struct IncidentLog: Service {
             metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = "\(Self.realtimeMicroseconds(in: next.delay))"
         }
         switch event.kind {
+        case .incidentOpened, .escalated, .incidentResolved:
+            // The history first, so that a reader who saw the line finds the row.
+            do {
+                _ = try store.recordIncident(incident, at: Date())
+            } catch {
+                logger.error("cannot record incident \(incident.id) in the history: \(error)")
+            }
+        default:
+            break
+        }
+        switch event.kind {
         case .incidentOpened:
             metadata["MESSAGE_ID"] = "\(Self.opened)"
             logger.warning("incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
@@ -70,14 +81,8 @@ struct IncidentLog: Service {
         case .jobDeadLettered:
             // One line per job, so only at debug level: the incident's own entries tell the story.
             logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
-            return
         default:
             return
-        }
-        do {
-            _ = try store.recordIncident(incident, at: Date())
-        } catch {
-            logger.error("cannot record incident \(incident.id) in the history: \(error)")
         }
     }
 }
