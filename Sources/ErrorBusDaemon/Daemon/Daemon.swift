@@ -133,7 +133,6 @@ public struct Daemon: Sendable {
                 services: [
                     .init(service: BusService(bus: bus)),
                     .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
-                    .init(service: MetricsBridge(bus: bus)),
                     .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
                     .init(service: auth),
                     .init(service: sync),

@@ -1,10 +1,12 @@
 import ErrorBus
 import Foundation
 import Logging
+import Metrics
 import ServiceLifecycle
 
 /// Tells the story of each incident: one log line per lifecycle step (opened, needs an operator,
-/// resolved), never one per failure, and a row per incident in the store's history.
+/// resolved), never one per failure, a row per incident in the store's history, and the
+/// swift-metrics counters of those steps and of dead letters, by service and category.
 ///
 /// In the journal each line carries a fixed `MESSAGE_ID` per step, explained by
 /// `systemd/errorbusd.catalog` (`journalctl -x`), and the fields `ERRORBUS_INCIDENT`,
@@ -52,6 +54,7 @@ struct IncidentLog: Service {
         if let next = incident.next {
             metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = "\(Self.realtimeMicroseconds(in: next.delay))"
         }
+        count(event, incident)
         switch event.kind {
         case .incidentOpened, .escalated, .incidentResolved:
             // The history first, so that a reader who saw the line finds the row.
@@ -83,6 +86,24 @@ struct IncidentLog: Service {
             logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
         default:
             return
+        }
+    }
+
+    /// The counters `GetMetrics` exposes (errorbusd bootstraps swift-metrics with Prometheus).
+    private func count(_ event: BusEvent, _ incident: IncidentSnapshot) {
+        let dimensions = [("service", incident.service), ("category", "\(incident.category.kind)")]
+        switch event.kind {
+        case .incidentOpened:
+            Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions).increment()
+        case .escalated:
+            Counter(label: "errorbus_incidents_escalated_total", dimensions: dimensions).increment()
+        case .incidentResolved:
+            Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions).increment()
+            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions).increment(by: incident.failures)
+        case .jobDeadLettered:
+            Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions).increment()
+        default:
+            break
         }
     }
 }

@@ -38,7 +38,7 @@ actor SyncService: Service {
     private let http: HTTPClient
     private let logger: Logger
     /// Files delivered (swift-metrics).
-    private let delivered = Counter(label: "errorbus_sync_delivered_total")
+    private let deliveries = Counter(label: "errorbus_sync_delivered_total")
     /// Uploads with the current settings; shared by every job.
     private var uploader: Uploader
 
@@ -298,7 +298,7 @@ actor SyncService: Service {
         defer { active.remove(job.id) }
         do {
             _ = try await store.markDelivered(job.id)
-            delivered.increment()
+            deliveries.increment()
         } catch {
             // The API has it; the file stays and a later upload of it is absorbed by its
             // idempotency key.

@@ -1,0 +1,16 @@
+import ErrorBus
+import Metrics
+
+/// Gauges read when metrics are asked for: the bus's state and the store's pending jobs.
+enum StateGauges {
+    static func update(_ snapshot: BusSnapshot, pending: [String: JobCounts]) {
+        Gauge(label: "errorbus_incidents_open").record(snapshot.incidents.count)
+        Gauge(label: "errorbus_jobs_parked").record(snapshot.parkedJobs)
+        Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
+        for (service, counts) in pending {
+            for state in [JobState.queued, .inFlight, .deadLettered] {
+                Gauge(label: "errorbus_jobs", dimensions: [("service", service), ("state", state.rawValue)]).record(counts[state])
+            }
+        }
+    }
+}
