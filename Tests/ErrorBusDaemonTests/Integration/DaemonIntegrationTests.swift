@@ -79,10 +79,11 @@ struct DaemonIntegrationTests {
             let parked = try Self.store(of: daemon).jobs(.parked)
             #expect(parked.count == 30)
             #expect(Set(parked.map(\.incident)) == [1])
-            #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
 
             try await sandbox.clearFaults()
             try await daemon.waitForLog("incident 1 recovered")
+            // The incident log tells each incident's steps in order: one opened before it.
+            #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             #expect(try await sandbox.items().count == 30)
         }
@@ -151,7 +152,9 @@ struct DaemonIntegrationTests {
             #expect(dead.allSatisfy { $0.reason?.contains("field 'customer' is required") == true })
             // Dead letters stay where the operator can see them.
             #expect(try daemon.outboxFiles().count == 3)
-            #expect(daemon.log.components(separatedBy: "opened:").count - 1 == 1)
+            // One incident for the three, as the store recorded them (the incident log's own
+            // line is written by another task, after its history row).
+            #expect(Set(dead.map(\.incident)) == [1])
         }
     }
 
