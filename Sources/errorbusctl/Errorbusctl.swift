@@ -17,7 +17,7 @@ struct Errorbusctl: AsyncParsableCommand {
 
             Exit status:
               0   success
-              1   failure (the daemon answered with another error, a reload failed …)
+              1   failure: any other error the daemon answered, e.g. a reload that failed
               4   not found: no such incident, job or service
               64  usage: invalid arguments
               69  errorbusd is not running (nothing listens on the socket)
