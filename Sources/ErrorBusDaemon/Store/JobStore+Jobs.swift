@@ -87,14 +87,15 @@ extension JobStore {
         }
     }
 
-    /// How many jobs are in each state, optionally of one service.
+    /// How many jobs are in each state, optionally of one service. Reads the `job_count` rows the
+    /// schema's triggers keep: a few rows, however many jobs there are.
     public func counts(service: String? = nil) throws(StoreError) -> JobCounts {
         try read("counting jobs") { db in
             let rows: [Row] =
                 if let service {
-                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job WHERE service = ? GROUP BY state", arguments: [service])
+                    try Row.fetchAll(db, sql: "SELECT state, count FROM job_count WHERE service = ?", arguments: [service])
                 } else {
-                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job GROUP BY state")
+                    try Row.fetchAll(db, sql: "SELECT state, SUM(count) FROM job_count GROUP BY state")
                 }
             var counts = JobCounts()
             for row in rows {
@@ -105,17 +106,15 @@ extension JobStore {
         }
     }
 
-    /// How many jobs of each service are pending (queued, in flight, parked, dead-lettered), in
-    /// one query that walks only those states' ranges of the `job_state` index: delivered and
-    /// discarded jobs, however many have piled up, cost nothing. For status displays.
+    /// How many jobs of each service are pending (queued, in flight, parked, dead-lettered), from
+    /// the `job_count` rows: as cheap with 100,000 parked jobs as with none. For status displays.
     public func pendingCounts() throws(StoreError) -> [String: JobCounts] {
         try read("counting pending jobs") { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT service, state, COUNT(*) FROM job
-                    WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered')
-                    GROUP BY service, state
+                    SELECT service, state, count FROM job_count
+                    WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') AND count > 0
                     """
             )
             var counts: [String: JobCounts] = [:]

@@ -21,11 +21,11 @@ import Testing
                     try String.fetchOne(db, sql: "PRAGMA journal_mode")
                 )
             }
-            #expect(tables == ["incident", "job", "resource"])
+            #expect(tables == ["incident", "job", "job_count", "resource"])
             #expect(migrations == Set(StoreSchema.migrator.migrations))
             #expect(journalMode == "wal")
             #expect(try store.checkIntegrity() == ["ok"])
-            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources" })
+            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources, 4 job counts" })
         }
     }
 

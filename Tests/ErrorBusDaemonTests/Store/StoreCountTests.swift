@@ -1,0 +1,96 @@
+@testable import ErrorBusDaemon
+import Foundation
+import GRDB
+import Testing
+
+/// The counts status displays read come from `job_count`, kept by triggers; these tests hold
+/// them against a count of the jobs themselves.
+@Suite struct StoreCountTests {
+    /// `SELECT state, COUNT(*) FROM job`: what the counts must say.
+    static func counted(in directory: String, service: String? = nil) throws -> JobCounts {
+        let queue = try DatabaseQueue(path: directory + "/" + JobStore.databaseFileName, configuration: readOnly)
+        return try queue.read { db in
+            var counts = JobCounts()
+            let rows =
+                if let service {
+                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job WHERE service = ? GROUP BY state", arguments: [service])
+                } else {
+                    try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job GROUP BY state")
+                }
+            for row in rows { counts[JobState(rawValue: row[0])!] = row[1] }
+            return counts
+        }
+    }
+
+    static var readOnly: Configuration {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return configuration
+    }
+
+    @Test func countsFollowEveryKindOfChange() async throws {
+        try await StoreTestDirectory.withStore { store, directory in
+            func check(_ step: String) throws {
+                #expect(try store.counts() == Self.counted(in: directory), "after \(step)")
+                #expect(try store.counts(service: "loader") == Self.counted(in: directory, service: "loader"), "after \(step)")
+                let pending = try store.pendingCounts()
+                for service in ["sync", "loader"] {
+                    let counted = try Self.counted(in: directory, service: service)
+                    for state in JobState.allCases where !state.isFinal {
+                        #expect(pending[service, default: JobCounts()][state] == counted[state], "\(service) \(state) after \(step)")
+                    }
+                }
+            }
+
+            _ = try store.enqueue(StoreTestDirectory.newJobs(8))
+            _ = try store.enqueue(StoreTestDirectory.newJobs(2) + [NewJob(id: "l", service: "loader", fileName: "l", path: "/l", size: 1)])
+            try check("enqueue, with duplicates ignored")
+            try store.markInFlight(["job-0", "job-1", "job-2", "job-3", "job-4"])
+            try check("markInFlight")
+            try store.markParked("job-0", incident: 1)
+            try store.markParked("job-0", incident: 2)
+            try check("markParked, twice")
+            try store.markQueued("job-1", lastError: "503")
+            try store.markDelivered(["job-2", "job-5"])
+            try check("markQueued, markDelivered")
+            try store.markDeadLettered("job-3", reason: "422", incident: 3)
+            try store.markDeadLettered("job-6", reason: "422", incident: 3)
+            try store.markDiscarded("job-7")
+            try check("markDeadLettered, markDiscarded")
+            try store.retryDeadLetter("job-3")
+            _ = try store.discardDeadLetters()
+            try check("retry and discard dead letters")
+            _ = try store.requeueInterrupted()
+            try check("requeueInterrupted")
+            #expect(try store.pruneFinished(before: Date().addingTimeInterval(60)) == 4)
+            try check("pruneFinished")
+            #expect(try store.counts() == JobCounts([.queued: 5]))
+        }
+    }
+
+    @Test func aStoreFromBeforeTheCountsStartsFromItsJobs() async throws {
+        try await StoreTestDirectory.with { directory in
+            // A database as errorbusd left it before migration "4 job counts", with jobs in it.
+            let queue = try DatabaseQueue(path: directory + "/" + JobStore.databaseFileName)
+            try StoreSchema.migrator.migrate(queue, upTo: "3 resources")
+            try await queue.write { db in
+                for (index, state) in ["queued", "queued", "parked", "delivered", "deadLettered"].enumerated() {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO job (id, service, fileName, path, size, state, createdAt, updatedAt)
+                            VALUES (?, 'sync', 'f', '/f', 1, ?, 0, 0)
+                            """,
+                        arguments: ["old-\(index)", state]
+                    )
+                }
+            }
+            try queue.close()
+
+            let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            #expect(try store.counts() == JobCounts([.queued: 2, .parked: 1, .delivered: 1, .deadLettered: 1]))
+            try store.markInFlight("old-0")
+            #expect(try store.pendingCounts()["sync"] == JobCounts([.queued: 1, .inFlight: 1, .parked: 1, .deadLettered: 1]))
+            try await store.close()
+        }
+    }
+}
