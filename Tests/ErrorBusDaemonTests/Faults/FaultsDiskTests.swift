@@ -2,6 +2,7 @@ import ErrorBusControl
 @testable import ErrorBusDaemon
 import Foundation
 import Glibc
+import GRDB
 @testable import Sandbox
 import TestSupport
 import Testing
@@ -27,6 +28,17 @@ extension Faults {
             }
         }
 
+        /// Checkpoints the daemon's WAL into the database and truncates it to nothing, from a
+        /// connection of the test's (SQLite allows it beside the daemon's).
+        static func truncateWAL(_ state: String) throws {
+            var configuration = GRDB.Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(path: state + "/" + JobStore.databaseFileName, configuration: configuration)
+            let busy = try queue.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            #expect(busy == 0)
+            try queue.close()
+        }
+
         @Test func aFullStateDiskPausesSyncAsFatalLosesNothingAndRecoversWhenSpaceReturns() async throws {
             // Above the 16 MiB the sync's local check wants free before it resumes.
             try await Tmpfs.with(size: 40 << 20) { mountPoint in
@@ -40,13 +52,13 @@ extension Faults {
                     for number in 0..<3 { try daemon.drop("before-\(number).bin", content: DaemonIntegrationTests.content(number)) }
                     try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
 
-                    // Uploads under way when the disk fills: the API takes them; whether the store
-                    // can still record that depends on the room left in SQLite's WAL (here it
-                    // usually can), so only "nothing lost" is asserted for them.
-                    try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":2000}"#)
+                    // Uploads under way when the disk fills: the API takes them, the store cannot
+                    // record it. (The WAL is emptied first, so that no room is left in it.)
+                    try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":2000,"trickle":true}"#)
                     let before = 8
                     for number in 3..<before { try daemon.drop("in-flight-\(number).bin", content: DaemonIntegrationTests.content(number)) }
                     _ = await sandbox.process.standardError.wait(for: "request PUT items", count: before)
+                    try Self.truncateWAL(state)
                     try Self.fill(filler)
                     try await sandbox.clearFaults()
                     // And files that arrive while it is full.
@@ -62,6 +74,7 @@ extension Faults {
                     #expect(incident.cause == "diskFull")
                     #expect(status.services.first { $0.name == "sync" }?.state != .running)
 
+                    try await daemon.waitForLog("as delivered: ", count: before - 3)
                     // Nothing lost meanwhile: each file is still in the outbox or at the API.
                     let stored = Set(try await sandbox.items().keys)
                     let waiting = try daemon.outboxFiles()
