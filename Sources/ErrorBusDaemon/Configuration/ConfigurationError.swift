@@ -44,6 +44,24 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
             }
         }
         parts.append(reason)
-        return parts.joined(separator: ": ")
+        return Self.oneLine(parts.joined(separator: ": "))
+    }
+
+    /// Line breaks and other control characters (from a quoted value, a YAML block scalar, an
+    /// environment variable) written as escapes, so that the error stays one line.
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\t" }) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result.unicodeScalars.append(scalar)
+            case _ where scalar.properties.generalCategory == .control:
+                result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }

@@ -55,6 +55,14 @@ actor SyncService: Service {
     private var seen: [String: FileStamp] = [:]
     /// Names of files with the same content as a job, to remove with it.
     private var duplicates: [String: [String]] = [:]
+    /// What became of jobs whose outcome the store could not record (disk full, read-only), by
+    /// job: recorded again at each rescan. Until then the job stays in flight in the store, where
+    /// nothing would pick it up again before a restart, and its file stays in the outbox.
+    private var unrecorded: [String: Unrecorded] = [:]
+    private enum Unrecorded {
+        case delivered(Upload)
+        case ended(Upload, JobStopped)
+    }
     /// While parking is full, new jobs wait until this instant.
     private var parkingFullUntil: ContinuousClock.Instant?
     private let clock = ContinuousClock()
@@ -123,6 +131,7 @@ actor SyncService: Service {
 
     /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
     private func rescan() async {
+        await recordUnrecorded()
         let inspector = self.inspector
         do {
             await ingest(try inspector.listing(), announced: false)
@@ -300,8 +309,9 @@ actor SyncService: Service {
             _ = try await store.markDelivered(job.id)
             deliveries.increment()
         } catch {
-            // The API has it; the file stays and a later upload of it is absorbed by its
-            // idempotency key.
+            // The API has it; the file stays until the store has it too (or, after a restart,
+            // a second upload is absorbed by its idempotency key).
+            unrecorded[job.id] = .delivered(job)
             await reportStoreFailure(error, doing: "record \(job.fileName) as delivered")
             return
         }
@@ -332,8 +342,23 @@ actor SyncService: Service {
                 try store.markQueued(job.id, lastError: stopped.description)
             }
         } catch {
+            unrecorded[job.id] = .ended(job, stopped)
             await reportStoreFailure(error, doing: "record what became of \(job.fileName)")
         }
+    }
+
+    /// Records the outcomes the store could not take before; those it still cannot take stay.
+    private func recordUnrecorded() async {
+        guard !unrecorded.isEmpty else { return }
+        let outcomes = unrecorded
+        unrecorded = [:]
+        for outcome in outcomes.values {
+            switch outcome {
+            case .delivered(let job): await delivered(job)
+            case .ended(let job, let stopped): await ended(job, stopped)
+            }
+        }
+        wake.yield()
     }
 
     /// Removes (or moves, by configuration) a delivered file.

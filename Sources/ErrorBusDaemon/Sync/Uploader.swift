@@ -56,14 +56,14 @@ final class Uploader: Sendable {
             } catch let error as SystemCallError {
                 throw OutboxFileFailure(error, job: job)
             }
-            try await send(request, url: url)
+            try await send(request, id: job.id, url: url)
         } else {
             do {
                 try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
                     let size = try await handle.info().size
                     guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
                     request.body = .stream(handle.readChunks(chunkLength: .bytes(Self.chunkLength)), length: .known(size))
-                    try await send(request, url: url)
+                    try await send(request, id: job.id, url: url)
                 }
             } catch let error as FileSystemError {
                 throw OutboxFileFailure(error, job: job)
@@ -71,7 +71,12 @@ final class Uploader: Sendable {
         }
     }
 
-    private func send(_ request: HTTPClientRequest, url: String) async throws {
+    /// What the API answers a stored item with (`{"id","bytes","sha256","versions"}`).
+    private struct Receipt: Decodable {
+        let id: String
+    }
+
+    private func send(_ request: HTTPClientRequest, id: String, url: String) async throws {
         let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let response: HTTPClientResponse
         do {
@@ -82,8 +87,27 @@ final class Uploader: Sendable {
         guard response.status == .created || response.status == .ok else {
             throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
         }
-        // The answer's content does not matter; read it so the connection is reused.
-        _ = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
+        // Only the API's receipt for this item says that the API has it. A 2xx with anything
+        // else (a captive portal's or a proxy's page) is no delivery: taking it for one would
+        // remove a file the API never received.
+        let body = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
+        let receipt: Receipt
+        do {
+            receipt = try JSONDecoder().decode(Receipt.self, from: Data(body.readableBytesView))
+        } catch {
+            throw HTTPFailure.undecodable(
+                method: "PUT", url: url, status: Int(response.status.code),
+                contentType: response.headers.first(name: "Content-Type"), body: body,
+                expected: "the item's receipt", error: error
+            )
+        }
+        guard receipt.id == id else {
+            throw HTTPFailure.undecodable(
+                method: "PUT", url: url, status: Int(response.status.code),
+                contentType: response.headers.first(name: "Content-Type"), body: body,
+                expected: "the receipt for item \(id) (it named \(receipt.id))"
+            )
+        }
     }
 
     /// The whole content of a job's file of at most one chunk, checked against the size it had

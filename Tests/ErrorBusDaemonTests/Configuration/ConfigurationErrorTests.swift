@@ -23,6 +23,11 @@ import Testing
         )
         #expect(ConfigurationError(key: "a.b", reason: "bad").description == "a.b: bad")
         #expect(ConfigurationError(reason: "bad").description == "bad")
+        // A multi-line value (a YAML block scalar) quoted in the reason stays on one line.
+        #expect(
+            ConfigurationError(file: "/e.yaml", line: 3, key: "bus", reason: "got \"a\nb\r\u{7}\tc\"").description
+                == "/e.yaml:3: bus: got \"a\\nb\\r\\u{7}\tc\""
+        )
     }
 
     // MARK: - The file

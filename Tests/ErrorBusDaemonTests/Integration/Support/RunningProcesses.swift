@@ -197,10 +197,19 @@ final class DaemonProcess: Sendable {
         }
     }
 
+    /// Starts errorbusd without waiting for anything; `prefix` runs it through another command
+    /// (`nsenter …`), which must end by executing the rest of its arguments.
+    @discardableResult
+    func launch(prefix: [String] = []) throws -> ChildProcess {
+        let command = prefix + [Binaries.path("errorbusd"), "--config", configurationFile]
+        let child = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment)
+        process.withLock { $0 = child }
+        return child
+    }
+
     /// Starts errorbusd and waits for its "ready" line.
     func start() async throws {
-        let child = try ChildProcess(Binaries.path("errorbusd"), ["--config", configurationFile], environment: environment)
-        process.withLock { $0 = child }
+        let child = try launch()
         guard await child.waitForStandardError(containing: "errorbusd ready") else {
             throw ChildProcessError(description: "errorbusd exited before it was ready:\n\(child.standardError.text)")
         }

@@ -33,4 +33,17 @@ struct StateDatabase {
             try Job.fetchAll(db, sql: "SELECT * FROM job WHERE state = ? ORDER BY seq", arguments: [state.rawValue])
         }
     }
+
+    /// How many jobs are in each state.
+    func counts() throws -> [String: Int] {
+        try queue.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM job GROUP BY state")
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0["state"] as String, $0["n"] as Int) })
+        }
+    }
+
+    /// SQLite's `PRAGMA integrity_check`: `["ok"]` for a sound database.
+    func integrityCheck() throws -> [String] {
+        try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
 }
