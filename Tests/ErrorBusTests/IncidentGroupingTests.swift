@@ -80,6 +80,39 @@ struct IncidentGroupingTests {
         }
     }
 
+    /// With `.perJob` (the ablation of scripts/bench-outages) the job joins the fingerprint: every
+    /// job that meets the same cause runs, fails and opens an incident of its own, and none holds
+    /// back the others. Grouped by cause, the first failure opens the only incident and the other
+    /// jobs park under it without running.
+    @Test(arguments: [(ErrorBusConfiguration.Grouping.byCause, 1), (.perJob, 5)])
+    func groupingDecidesHowManyIncidentsOneCauseOpens(grouping: ErrorBusConfiguration.Grouping, incidents: Int) async throws {
+        var configuration = ErrorBusConfiguration.forTests
+        configuration.grouping = grouping
+        let probe = ScriptedProbe(clock: ManualClock(), otherwise: .unreachable(reason: "down"))
+        try await withRunningBus(configuration: configuration, probe: probe) { bus, _, events in
+            let runs = Counter()
+            var parkedIn: [IncidentID] = []
+            for number in 0..<5 {
+                let submission = await bus.submit(.sync(number)) { runs.increment(); throw TestFailure.unreachable } completion: { _ in }
+                guard case .parked(let id?) = submission else {
+                    Issue.record("job \(number) should park, got \(submission)")
+                    return
+                }
+                parkedIn.append(id)
+            }
+            #expect(Set(parkedIn).count == incidents)
+            #expect(runs.count == incidents)
+
+            let snapshot = await bus.snapshot()
+            #expect(snapshot.incidents.count == incidents)
+            #expect(snapshot.parkedJobs == 5)
+            #expect(Set(snapshot.incidents.map(\.fingerprint)).count == incidents)
+            #expect(snapshot.incidents.allSatisfy { $0.fingerprint.scope == "api.test" && $0.fingerprint.kind == .unreachable })
+            for _ in 0..<incidents { await events.next(.incidentOpened) }
+            #expect(events.count(of: .incidentOpened) == incidents)
+        }
+    }
+
     @Test func reportedFailuresJoinWithoutEvents() async throws {
         try await withRunningBus { bus, _, events in
             let failure = Failure(

@@ -237,7 +237,10 @@ extension ErrorBus {
         case .handled(let evaluation, let failure):
             return evaluate(evaluation, failure, command)
         case .unhandled(let failure):
-            return route(failure, command, context)
+            switch configuration.grouping {
+            case .byCause: return route(failure, command, context)
+            case .perJob: return route(failure.belonging(to: command.job), command, context)
+            }
         }
     }
 

@@ -12,6 +12,9 @@ public struct ErrorBusConfiguration: Sendable {
     public var release = Release()
     /// The process-wide budget for retries on top of first attempts.
     public var retryBudget = RetryBudget()
+    /// Which failures make one incident. ``Grouping/byCause`` (the default) is what the bus is
+    /// for; ``Grouping/perJob`` is an ablation for benchmarks and diagnosis, not for production.
+    public var grouping = Grouping.byCause
     /// How many jobs may be parked at once, over all incidents. Beyond it a new job is stopped
     /// with ``JobStopped/Reason/parkingFull`` and a ``BusEvent/Kind/parkingOverflow`` event.
     public var maxParkedJobs = 100_000
@@ -44,6 +47,19 @@ public struct ErrorBusConfiguration: Sendable {
             ),
             error: error
         )
+    }
+
+    /// Which failures the bus treats as one incident.
+    public enum Grouping: Sendable, Equatable {
+        /// Failures with the same scope, kind and cause are one incident, whatever job met them:
+        /// one policy run (back-off, probing, re-authentication) for all of them, and the
+        /// incident holds back the scope, realm or service for every job while it lasts.
+        case byCause
+        /// The job's identity joins the fingerprint: each job that fails is an incident of its
+        /// own, with its own policy run, and holds back nothing but itself — per-request retry
+        /// with the bus's back-off, probing and re-authentication. For comparing against
+        /// ``byCause`` (scripts/bench-outages) and for diagnosis; not for production.
+        case perJob
     }
 
     /// Exponential back-off with full jitter.
@@ -100,10 +116,12 @@ public struct ErrorBusConfiguration: Sendable {
         /// At most this many released jobs run at once.
         public var concurrency = 16
         /// Each released job starts after a random delay of up to this, so a recovery is not a
-        /// stampede.
-        public var spread: Duration = .milliseconds(10)
+        /// stampede. The delays are taken one after another, so they also bound the release
+        /// rate: about 2 / `spread` jobs a second (1 ms: ~2,000/s at most; the 10 ms this was
+        /// took 4.7 s to release 776 parked uploads after an outage, scripts/bench-outages).
+        public var spread: Duration = .milliseconds(1)
 
-        public init(concurrency: Int = 16, spread: Duration = .milliseconds(10)) {
+        public init(concurrency: Int = 16, spread: Duration = .milliseconds(1)) {
             self.concurrency = concurrency
             self.spread = spread
         }

@@ -3,7 +3,9 @@ public struct Failure: Sendable {
     /// Which policy the bus runs for it.
     public var category: ErrorCategory {
         didSet {
-            if category.kind != fingerprint.kind { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause) }
+            if category.kind != fingerprint.kind {
+                fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause, job: fingerprint.job)
+            }
         }
     }
     /// What makes it the same incident as other failures: scope, category and cause.
@@ -11,12 +13,12 @@ public struct Failure: Sendable {
     /// Where it applies (see ``Fingerprint/scope``).
     public var scope: String {
         get { fingerprint.scope }
-        set { fingerprint = Fingerprint(scope: newValue, kind: category.kind, cause: cause) }
+        set { fingerprint = Fingerprint(scope: newValue, kind: category.kind, cause: cause, job: fingerprint.job) }
     }
     /// A short, stable code for what went wrong.
     public var cause: String {
         get { fingerprint.cause }
-        set { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: newValue) }
+        set { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: newValue, job: fingerprint.job) }
     }
     /// The service that met the failure.
     public var service: String
@@ -71,6 +73,14 @@ public struct Failure: Sendable {
         }
         if text.next == nil { text.next = category.kind.defaultNextStep }
         return text
+    }
+
+    /// The same failure with `job` in its fingerprint, so that it makes an incident of its own
+    /// (``ErrorBusConfiguration/Grouping/perJob``).
+    func belonging(to job: Job) -> Failure {
+        var failure = self
+        failure.fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause, job: job.description)
+        return failure
     }
 
     /// Replaces the operator text, e.g. in a responder that knows better.

@@ -94,13 +94,20 @@ final class IncidentRecord {
     }
 }
 
-/// What an open incident holds back: every job of a host, of a realm, or of a service.
+/// What an open incident holds back: every job of a host, of a realm, or of a service; or, when
+/// failures are grouped per job, only the job whose incident it is (which is parked anyway), so
+/// no other job is held.
 enum HoldKey: Hashable, Sendable {
     case scope(String)
     case realm(String)
     case service(String)
+    case job(String)
 
     init?(_ fingerprint: Fingerprint) {
+        if let job = fingerprint.job, fingerprint.kind != .invalid {
+            self = .job(job)
+            return
+        }
         switch fingerprint.kind {
         case .unreachable, .rateLimited, .transient: self = .scope(fingerprint.scope)
         case .unauthenticated: self = .realm(fingerprint.scope)

@@ -69,6 +69,7 @@ enum ConfigurationKeys {
         ("bus.dead-letter-grouping-window", .value),
         ("bus.event-buffer-size", .value),
         ("bus.resolved-incident-history", .value),
+        ("bus.grouping", .value),
     ]
 
     /// Keys that are refused rather than unknown, with what to do instead.

@@ -110,8 +110,13 @@ extension DaemonConfiguration {
             default: bus.resolvedIncidentHistory,
             .atLeast(0)
         )
+        bus.grouping = try settings.choice("bus.grouping", default: bus.grouping, Self.groupings)
         return bus
     }
+
+    private static let groupings: KeyValuePairs<String, ErrorBusConfiguration.Grouping> = [
+        "by-cause": .byCause, "per-job": .perJob,
+    ]
 
     /// Checks `lower <= upper`, blaming whichever of the two keys was set (the upper one if both).
     private static func ordered(

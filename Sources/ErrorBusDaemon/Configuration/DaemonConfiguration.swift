@@ -85,5 +85,6 @@ extension ErrorBusConfiguration {
             && eventBufferSize == other.eventBufferSize
             && resolvedIncidentHistory == other.resolvedIncidentHistory
             && firstIncidentID == other.firstIncidentID
+            && grouping == other.grouping
     }
 }

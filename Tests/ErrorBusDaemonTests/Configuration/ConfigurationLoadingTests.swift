@@ -94,6 +94,7 @@ import Testing
                   dead-letter-grouping-window: 5m
                   event-buffer-size: 64
                   resolved-incident-history: 0
+                  grouping: per-job
                 """
             )
             #expect(configuration.api.baseURL == "https://api.example.net/prefix")
@@ -139,6 +140,7 @@ import Testing
             #expect(configuration.bus.deadLetterGroupingWindow == .seconds(300))
             #expect(configuration.bus.eventBufferSize == 64)
             #expect(configuration.bus.resolvedIncidentHistory == 0)
+            #expect(configuration.bus.grouping == .perJob)
         }
     }
 

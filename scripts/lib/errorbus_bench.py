@@ -1,0 +1,96 @@
+"""Shared by the Python benchmark scripts (bench-daemon, bench-outages): release builds, the
+sandbox, errorbusd, outbox files. Imported after `sys.path.insert(0, <scripts>/lib)`."""
+import json, os, signal, subprocess, sys, threading, time, urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SECRET = "bench-secret"
+os.environ["PATH"] = "/opt/swift/usr/bin:" + os.environ["PATH"]
+
+
+def build_products(products=("errorbusd", "errorbus-sandbox")):
+    """Release-builds each product (one per invocation: swift build keeps only the last
+    --product it is given) and returns the bin directory."""
+    for product in products:
+        subprocess.run(["swift", "build", "-c", "release", "--product", product], cwd=ROOT, check=True)
+    return subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+
+
+class Sandbox:
+    def __init__(self, bin_dir, work):
+        secret = os.path.join(work, "sandbox-secret")
+        open(secret, "w").write(SECRET)
+        port_file = os.path.join(work, "sandbox-port")
+        self.process = subprocess.Popen([bin_dir + "/errorbus-sandbox", "--port-file", port_file, "--client-secret-file", secret, "--log-level", "warning"])
+        for _ in range(400):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.025)
+        self.url = "http://127.0.0.1:%s" % open(port_file).read().strip()
+
+    def admin(self, method, path, body=None):
+        request = urllib.request.Request(self.url + "/admin/" + path, method=method, data=body and json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as response:
+            data = response.read()
+            return json.loads(data) if data else None
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait()
+
+
+class Daemon:
+    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None):
+        self.outbox, self.state = os.path.join(work, "outbox"), os.path.join(work, "state")
+        credentials = os.path.join(work, "credentials")
+        for directory in (self.outbox, self.state, credentials, os.path.join(work, "resources")):
+            os.makedirs(directory, exist_ok=True)
+        open(os.path.join(credentials, "client-secret"), "w").write(SECRET)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("ERRORBUSD_")}
+        environment.update({
+            "CREDENTIALS_DIRECTORY": credentials,
+            "ERRORBUSD_API_BASE_URL": sandbox.url,
+            "ERRORBUSD_SYNC_OUTBOX": self.outbox,
+            "ERRORBUSD_SYNC_CONCURRENCY": str(concurrency),
+            "ERRORBUSD_STATE_DIRECTORY": self.state,
+            "ERRORBUSD_LOADER_DIRECTORY": os.path.join(work, "resources"),
+            "ERRORBUSD_CONTROL_SOCKET_PATH": os.path.join(work, "control.socket"),
+            "ERRORBUSD_LOG_LEVEL": level,
+        })
+        environment.update(extra_environment or {})
+        self.started = time.monotonic()
+        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", os.path.join(ROOT, "etc/errorbusd/errorbusd.yaml")],
+                                        env=environment, stderr=subprocess.PIPE, text=True)
+        self.reported = None
+        for line in self.process.stderr:
+            if "errorbusd ready" in line:
+                self.ready = time.monotonic() - self.started
+                self.reported = line.split("startup=")[1].split(" [")[0] if "startup=" in line else None
+                break
+        else:
+            sys.exit("errorbusd exited before it was ready (status %s)" % self.process.wait())
+        # Keep reading stderr so the daemon never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
+
+    def rss_kib(self, field="VmRSS"):
+        for line in open("/proc/%d/status" % self.process.pid):
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait()
+
+
+def make_files(directory, count, size):
+    os.makedirs(directory, exist_ok=True)
+    for number in range(count):
+        with open(os.path.join(directory, "item-%06d.bin" % number), "wb") as file:
+            file.write(("%d\n" % number).encode() + os.urandom(size - 8))
+
+
+def wait_until_empty(directory, timeout=600):
+    deadline = time.monotonic() + timeout
+    while os.listdir(directory):
+        if time.monotonic() > deadline:
+            sys.exit("the outbox did not empty within %ds" % timeout)
+        time.sleep(0.05)
