@@ -6,7 +6,7 @@ import Testing
 @Suite struct PolicyTests {
     typealias Instant = ManualClock.Instant
 
-    @Test func transientDelaysStayInsideFullJitterBounds() {
+    @Test func transientDelaysUseFullJitterBelowTheCapAndHalfJitterAtIt() {
         let configuration = ErrorBusConfiguration.Backoff(base: .seconds(1), factor: 2, cap: .seconds(300))
         var random = SeededRandomNumberGenerator(seed: 7)
         var lowest = [Double](repeating: .infinity, count: 12)
@@ -29,9 +29,22 @@ import Testing
                 action = policy.stepFinished(.failed(reason: "http503", retryAfter: nil), at: now, using: &random)
             }
         }
-        // Full jitter uses the whole range, not just its top half (equal jitter) or its top (none).
-        #expect(lowest.allSatisfy { $0 < 0.05 })
+        // Steps 0-8 (1 s … 256 s): full jitter uses the whole range, not just its top half.
+        #expect(lowest[..<9].allSatisfy { $0 < 0.05 })
+        // Steps 9-11 are at the 300 s cap: between half of it and all of it, a steady cadence.
+        #expect(lowest[9...].allSatisfy { $0 >= 0.5 && $0 < 0.55 })
         #expect(highest.allSatisfy { $0 > 0.95 })
+    }
+
+    @Test func theDefaultCapChecksAnOutageEveryOneToTwoSeconds() {
+        var backoff = Backoff(ErrorBusConfiguration.Backoff())
+        var random = SeededRandomNumberGenerator(seed: 11)
+        let first = backoff.nextDelay(using: &random)
+        #expect(first >= .zero && first <= .seconds(1))
+        for _ in 0..<200 {
+            let delay = backoff.nextDelay(using: &random)
+            #expect(delay >= .seconds(1) && delay <= .seconds(2))
+        }
     }
 
     @Test func backoffCeilingIsCappedWithoutOverflow() {

@@ -15,7 +15,7 @@ Retries, per request, by urllib3 (`Retry`): up to 10, on connection errors and o
 (`respect_retry_after_header`), otherwise exponential back-off with jitter: urllib3 waits 0 before
 the first retry, then backoff_factor × 2^(n-1) + uniform(0, backoff_jitter), at most backoff_max.
 With backoff_factor 0.5 the bounds are 1 s, 2 s, 4 s, … as errorbusd's `bus.backoff` defaults
-(base 1 s, factor 2), capped at its 300 s (`backoff_max`); urllib3 has no full jitter, so
+(base 1 s, factor 2), capped at its 2 s (`backoff_max`); urllib3 has no full jitter, so
 `backoff_jitter` 1.0 adds up to a second to each. Redirects are not followed (a `PUT` answered by a
 captive portal's 302 must not end on its login page). A 401 fetches a new token (once for all
 threads that used the refused one) and sends the request again at once. Whatever is still not
@@ -32,7 +32,7 @@ try:
 except ImportError:
     sys.exit("retry_uploader: urllib3 is missing; install it with: python3 -m pip install urllib3")
 
-BACKOFF_BASE, BACKOFF_CAP = 1.0, 300.0  # errorbusd's bus.backoff.base and bus.backoff.cap defaults
+BACKOFF_BASE, BACKOFF_CAP = 1.0, 2.0  # errorbusd's bus.backoff.base and bus.backoff.cap defaults
 CLIENT_ID = "errorbus"
 
 

@@ -62,16 +62,22 @@ public struct ErrorBusConfiguration: Sendable {
         case perJob
     }
 
-    /// Exponential back-off with full jitter.
+    /// Exponential back-off with full jitter below the cap, and between half the cap and the cap
+    /// once there.
+    ///
+    /// The default cap is short on purpose: an incident sends one canary per step for all its
+    /// jobs, so the cap is how late the end of an outage is noticed (at most 2 s, 0.8 s on
+    /// average), and a long outage is paced by ``RetryBudget`` (100 canaries, then 10 a minute),
+    /// which every canary draws on.
     public struct Backoff: Sendable, Equatable {
         /// The first delay's upper bound.
         public var base: Duration = .seconds(1)
         /// Each step multiplies the bound by this.
         public var factor: Double = 2
-        /// The bound never exceeds this.
-        public var cap: Duration = .seconds(300)
+        /// The bound never exceeds this; at the cap a delay is between half of it and all of it.
+        public var cap: Duration = .seconds(2)
 
-        public init(base: Duration = .seconds(1), factor: Double = 2, cap: Duration = .seconds(300)) {
+        public init(base: Duration = .seconds(1), factor: Double = 2, cap: Duration = .seconds(2)) {
             self.base = base
             self.factor = factor
             self.cap = cap

@@ -1,7 +1,12 @@
-/// Exponential back-off with full jitter: the n-th delay is uniform in `0...min(cap, base × factorⁿ)`.
+/// Exponential back-off with full jitter below the cap: the n-th delay is uniform in
+/// `0...base × factorⁿ`; once that reaches `cap`, uniform in `cap/2...cap`.
 ///
-/// Full jitter (rather than equal or no jitter) spreads the retries of many clients that failed
-/// at the same moment; see "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015).
+/// Full jitter spreads the first retries of many clients that failed at the same moment; see
+/// "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015). At the cap the delay only
+/// varies by half: the bus sends one canary per cause, so the cap is the cadence at which an
+/// outage's end is noticed, and full jitter there would make that anywhere from at once to a
+/// whole cap late, at twice the mean rate of requests. What a long outage costs is bounded by
+/// the retry budget every canary draws on, not by the cap.
 struct Backoff: Sendable, Equatable {
     var configuration: ErrorBusConfiguration.Backoff
     /// How many delays have been handed out.
@@ -25,11 +30,13 @@ struct Backoff: Sendable, Equatable {
         return .seconds(min(ceiling, cap))
     }
 
-    /// The next delay: uniform in `0...ceiling(forAttempt: attempts)`.
+    /// The next delay: uniform in `0...ceiling(forAttempt: attempts)`, or in `cap/2...cap` once
+    /// the ceiling is the cap.
     mutating func nextDelay(using random: inout some RandomNumberGenerator) -> Duration {
         let ceiling = ceiling(forAttempt: attempts).seconds
         attempts += 1
-        return .seconds(Double.random(in: 0...ceiling, using: &random))
+        let floor = ceiling >= configuration.cap.seconds ? ceiling / 2 : 0
+        return .seconds(Double.random(in: floor...ceiling, using: &random))
     }
 
     mutating func reset() {

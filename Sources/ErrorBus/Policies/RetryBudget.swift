@@ -27,10 +27,14 @@ struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration =
     /// Takes one token for a retry, if there is one.
     mutating func withdraw(at now: Instant) -> Bool {
         refill(at: now)
-        guard tokens >= 1 else { return false }
-        tokens -= 1
+        // At the instant `nextToken(after:)` named, the refill can fall short of a whole token by
+        // a rounding error; a timer set for that instant must find its token there.
+        guard tokens >= 1 - Self.rounding else { return false }
+        tokens = max(0, tokens - 1)
         return true
     }
+
+    private static var rounding: Double { 1e-9 }
 
     /// When the floor refill alone will have produced a whole token.
     func nextToken(after now: Instant) -> Instant {
