@@ -52,13 +52,13 @@ enum StoreSyscalls {
         _ = Glibc.close(descriptor)
     }
 
-    /// `statvfs(3)`.
     /// Whether `path` is a directory; nil when nothing is there.
     static func isDirectory(_ path: String) throws(SystemCallError) -> Bool? {
         guard let status = try stat(path) else { return nil }
         return status.st_mode & S_IFMT == S_IFDIR
     }
 
+    /// `statvfs(3)`.
     static func statvfs(_ path: String) throws(SystemCallError) -> Glibc.statvfs {
         var status = Glibc.statvfs()
         _ = try check("statvfs", path: path) { sysStatvfs(path, &status) }
