@@ -399,13 +399,7 @@ extension Control {
         }
     }
 
-    /// The parameters of `InvalidTarget`.
-    public struct TargetProblem: Codable, Sendable, Equatable {
-        public var reason: String
-        public init(reason: String) { self.reason = reason }
-    }
-
-    /// The parameters of errors that only say why.
+    /// The parameters of errors that only say why (`InvalidTarget`, `ReloadFailed`, …).
     public struct Problem: Codable, Sendable, Equatable {
         public var reason: String
         public init(reason: String) { self.reason = reason }

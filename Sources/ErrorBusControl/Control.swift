@@ -148,7 +148,7 @@ public enum Control {
     )
 
     /// `InvalidTarget`
-    public static let invalidTarget = VarlinkErrorDeclaration<TargetProblem>(
+    public static let invalidTarget = VarlinkErrorDeclaration<Problem>(
         interface: interfaceName,
         name: "InvalidTarget",
         documentation: "The call must name exactly one of 'incident', 'job' and 'deadLetters'."

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import ErrorBusControl
 import Foundation
 import Varlink
@@ -9,7 +9,7 @@ import Glibc
 
 // MARK: - Reading
 
-struct Status: AsyncParsableCommand {
+struct Status: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show each service's state and job counts, and the open incidents.",
         discussion: "JSON: the reply of io.errorbus.Control.GetStatus."
@@ -17,13 +17,11 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let status = try await ControlConnection.with(options) { try await $0.call(Control.getStatus) }
-        if options.json { return try Output.json(status) }
-        print(Output().status(status))
+        try await call(Control.getStatus, VarlinkEmpty()) { Output().status($0) }
     }
 }
 
-struct Incidents: AsyncParsableCommand {
+struct Incidents: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the open incidents (with --all, the resolved ones too).",
         discussion: "JSON: the reply of io.errorbus.Control.ListIncidents."
@@ -33,15 +31,13 @@ struct Incidents: AsyncParsableCommand {
     @Option(help: "At most this many resolved incidents.") var limit: Int?
 
     func run() async throws {
-        let list = try await ControlConnection.with(options) {
-            try await $0.call(Control.listIncidents, .init(all: all ? true : nil, limit: limit))
+        try await call(Control.listIncidents, .init(all: all ? true : nil, limit: limit)) { list in
+            list.incidents.isEmpty ? (all ? "No incident." : "No open incident.") : Output().incidents(list.incidents)
         }
-        if options.json { return try Output.json(list) }
-        print(list.incidents.isEmpty ? (all ? "No incident." : "No open incident.") : Output().incidents(list.incidents))
     }
 }
 
-struct IncidentCommand: AsyncParsableCommand {
+struct IncidentCommand: ControlCommand {
     static let configuration = CommandConfiguration(
         commandName: "incident",
         abstract: "Show one incident, open or from the history.",
@@ -51,40 +47,32 @@ struct IncidentCommand: AsyncParsableCommand {
     @Argument(help: "The incident's id.") var id: Int
 
     func run() async throws {
-        let detail = try await ControlConnection.with(options) { try await $0.call(Control.getIncident, .init(id: id)) }
-        if options.json { return try Output.json(detail) }
-        print(Output().incident(detail))
+        try await call(Control.getIncident, .init(id: id)) { Output().incident($0) }
     }
 }
 
-struct Jobs: AsyncParsableCommand {
+struct Jobs: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "List stored jobs, oldest first, a page at a time.",
         discussion: "JSON: the reply of io.errorbus.Control.ListJobs."
     )
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only this service's jobs.") var service: String?
-    @Option(help: "Only jobs in this state: \(Control.JobState.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var state: String?
+    @Option(help: "Only jobs in this state.") var state: Control.JobState?
     @Option(help: "Skip this many jobs.") var offset = 0
     @Option(help: "At most this many jobs (up to 1000).") var limit = 100
 
     func validate() throws {
-        if let state, Control.JobState(rawValue: state) == nil {
-            throw ValidationError("unknown state \(state); expected one of \(Control.JobState.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         guard offset >= 0, (1...1000).contains(limit) else { throw ValidationError("--offset must be ≥ 0 and --limit between 1 and 1000") }
     }
 
     func run() async throws {
-        let filter = Control.JobFilter(service: service, state: state.flatMap(Control.JobState.init), offset: offset, limit: limit)
-        let list = try await ControlConnection.with(options) { try await $0.call(Control.listJobs, filter) }
-        if options.json { return try Output.json(list) }
-        print(Output().jobs(list, shown: offset))
+        let filter = Control.JobFilter(service: service, state: state, offset: offset, limit: limit)
+        try await call(Control.listJobs, filter) { Output().jobs($0, shown: offset) }
     }
 }
 
-struct Dead: AsyncParsableCommand {
+struct Dead: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the dead letters: jobs the API rejected.",
         discussion: "JSON: the reply of io.errorbus.Control.ListDeadLetters."
@@ -93,13 +81,13 @@ struct Dead: AsyncParsableCommand {
     @Option(help: "Only this incident's.") var incident: Int?
 
     func run() async throws {
-        let list = try await ControlConnection.with(options) { try await $0.call(Control.listDeadLetters, .init(incident: incident)) }
-        if options.json { return try Output.json(list) }
-        print(list.jobs.isEmpty ? "No dead letter." : Output().jobs(list, shown: 0))
+        try await call(Control.listDeadLetters, .init(incident: incident)) { list in
+            list.jobs.isEmpty ? "No dead letter." : Output().jobs(list, shown: 0)
+        }
     }
 }
 
-struct Watch: AsyncParsableCommand {
+struct Watch: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Follow the bus's events live, after the open incidents.",
         discussion: "JSON: one io.errorbus.Control.Event per line. Ends with Ctrl-C, or when errorbusd stops."
@@ -140,7 +128,7 @@ struct TargetOptions: ParsableArguments {
     }
 }
 
-struct Retry: AsyncParsableCommand {
+struct Retry: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Retry an incident now, a job, or every dead letter.",
         discussion: "Needs root or the control group. JSON: {\"count\": N}."
@@ -149,13 +137,11 @@ struct Retry: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
 
     func run() async throws {
-        let count = try await ControlConnection.with(options) { try await $0.call(Control.retry, target.target) }
-        if options.json { return try Output.json(count) }
-        print("retried: \(count.count)")
+        try await call(Control.retry, target.target) { "retried: \($0.count)" }
     }
 }
 
-struct Discard: AsyncParsableCommand {
+struct Discard: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Give up an incident (its parked jobs), a job, or every dead letter.",
         discussion: "Needs root or the control group. JSON: {\"count\": N}, the jobs discarded."
@@ -164,13 +150,11 @@ struct Discard: AsyncParsableCommand {
     @OptionGroup var target: TargetOptions
 
     func run() async throws {
-        let count = try await ControlConnection.with(options) { try await $0.call(Control.discard, target.target) }
-        if options.json { return try Output.json(count) }
-        print("discarded: \(count.count)")
+        try await call(Control.discard, target.target) { "discarded: \($0.count)" }
     }
 }
 
-struct Cancel: AsyncParsableCommand {
+struct Cancel: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stop one parked job; it is discarded.",
         discussion: "Needs root or the control group. JSON: {}."
@@ -180,13 +164,11 @@ struct Cancel: AsyncParsableCommand {
     @Option(help: "The job's service.") var service = "sync"
 
     func run() async throws {
-        let reply = try await ControlConnection.with(options) { try await $0.call(Control.cancel, .init(id: job, service: service)) }
-        if options.json { return try Output.json(reply) }
-        print("cancelled: \(job)")
+        try await call(Control.cancel, .init(id: job, service: service)) { _ in "cancelled: \(job)" }
     }
 }
 
-struct Pause: AsyncParsableCommand {
+struct Pause: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pause a service: its new work parks until resume.",
         discussion: "Needs root or the control group. JSON: {\"id\": N}, the incident holding it."
@@ -195,13 +177,11 @@ struct Pause: AsyncParsableCommand {
     @Argument(help: "sync, loader or auth.") var service: String
 
     func run() async throws {
-        let reference = try await ControlConnection.with(options) { try await $0.call(Control.pause, .init(service: service)) }
-        if options.json { return try Output.json(reference) }
-        print("\(service) paused (incident \(reference.id))")
+        try await call(Control.pause, .init(service: service)) { "\(service) paused (incident \($0.id))" }
     }
 }
 
-struct Resume: AsyncParsableCommand {
+struct Resume: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resume a paused service.",
         discussion: "Needs root or the control group. JSON: {\"count\": N}, the incidents resumed."
@@ -210,13 +190,11 @@ struct Resume: AsyncParsableCommand {
     @Argument(help: "sync, loader or auth.") var service: String
 
     func run() async throws {
-        let count = try await ControlConnection.with(options) { try await $0.call(Control.resume, .init(service: service)) }
-        if options.json { return try Output.json(count) }
-        print(count.count == 0 ? "\(service) was not paused" : "\(service) resumed")
+        try await call(Control.resume, .init(service: service)) { $0.count == 0 ? "\(service) was not paused" : "\(service) resumed" }
     }
 }
 
-struct Reauth: AsyncParsableCommand {
+struct Reauth: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Drop the access token and sign in again now.",
         discussion: "Needs root or the control group. Exits 1 unless a new token is in place. JSON: {\"outcome\", \"message\"}."
@@ -234,7 +212,7 @@ struct Reauth: AsyncParsableCommand {
     }
 }
 
-struct Reload: AsyncParsableCommand {
+struct Reload: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read the configuration again, as SIGHUP does.",
         discussion: "Needs root or the control group. JSON: {}."
@@ -242,9 +220,7 @@ struct Reload: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let reply = try await ControlConnection.with(options) { try await $0.call(Control.reload) }
-        if options.json { return try Output.json(reply) }
-        print("configuration reloaded")
+        try await call(Control.reload, VarlinkEmpty()) { _ in "configuration reloaded" }
     }
 }
 
@@ -255,21 +231,22 @@ protocol ControlCommand: AsyncParsableCommand {
     var options: GlobalOptions { get }
 }
 
-extension Status: ControlCommand {}
-extension Incidents: ControlCommand {}
-extension IncidentCommand: ControlCommand {}
-extension Jobs: ControlCommand {}
-extension Dead: ControlCommand {}
-extension Watch: ControlCommand {}
-extension Retry: ControlCommand {}
-extension Discard: ControlCommand {}
-extension Cancel: ControlCommand {}
-extension Pause: ControlCommand {}
-extension Resume: ControlCommand {}
-extension Reauth: ControlCommand {}
-extension Reload: ControlCommand {}
+extension ControlCommand {
+    /// Calls `method` and prints its reply: as JSON with `--json`, otherwise as `render` puts it.
+    func call<Parameters, Reply>(
+        _ method: VarlinkMethod<Parameters, Reply>,
+        _ parameters: Parameters,
+        terminator: String = "\n",
+        render: (Reply) -> String
+    ) async throws {
+        let reply = try await ControlConnection.with(options) { try await $0.call(method, parameters) }
+        if options.json { return try Output.json(reply) }
+        print(render(reply), terminator: terminator)
+    }
+}
 
-struct MetricsCommand: AsyncParsableCommand {
+
+struct MetricsCommand: ControlCommand {
     static let configuration = CommandConfiguration(
         commandName: "metrics",
         abstract: "Print errorbusd's metrics in the Prometheus text format.",
@@ -278,10 +255,9 @@ struct MetricsCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
-        let reply = try await ControlConnection.with(options) { try await $0.call(Control.getMetrics) }
-        if options.json { return try Output.json(reply) }
-        print(reply.text, terminator: "")
+        try await call(Control.getMetrics, VarlinkEmpty(), terminator: "") { $0.text }
     }
 }
 
-extension MetricsCommand: ControlCommand {}
+/// `--state deadLettered`: the values are the wire names, listed in the help.
+extension Control.JobState: ExpressibleByArgument {}

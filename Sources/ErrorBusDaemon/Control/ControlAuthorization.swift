@@ -44,16 +44,6 @@ enum UserDatabase {
         }
     }
 
-    /// The name of the group with this gid, if it has one.
-    static func groupName(of gid: gid_t) -> String? {
-        withBuffer { buffer in
-            var group = group()
-            var result: UnsafeMutablePointer<group>?
-            let status = getgrgid_r(gid, &group, buffer.baseAddress!, buffer.count, &result)
-            return (status, result.flatMap { _ in group.gr_name.map { String(cString: $0) } })
-        }
-    }
-
     /// Every group a user belongs to (primary and supplementary); empty for an unknown uid.
     static func groups(ofUser uid: uid_t) -> [gid_t] {
         let user: (name: String, gid: gid_t)? = withBuffer { buffer in

@@ -38,22 +38,23 @@ struct ControlServer: Service {
             router: try control.router(),
             configuration: .init(address: address, maximumConnections: configuration.maxConnections),
             logger: logger
-        ) { [configuration, activated, listening, logger] in
-            if activated == nil { Self.setGroup(configuration, logger: logger) }
+        ) { [configuration, activated, listening, logger, authorization = control.authorization] in
+            if activated == nil { Self.setGroup(configuration.socketPath, authorization, logger: logger) }
             listening.markListening()
         }
         try await server.run()
     }
 
-    /// Gives the socket file to `control.group`, when errorbusd may (it runs as root).
-    private static func setGroup(_ configuration: DaemonConfiguration.Control, logger: Logger) {
-        guard geteuid() == 0, let group = configuration.group else { return }
-        guard let gid = UserDatabase.groupID(named: group) else {
+    /// Gives the socket file to `control.group`, when errorbusd may (it runs as root): the gid the
+    /// method calls are checked against, resolved once.
+    private static func setGroup(_ socketPath: String, _ authorization: ControlAuthorization, logger: Logger) {
+        guard geteuid() == 0, let group = authorization.groupName else { return }
+        guard let gid = authorization.groupID else {
             logger.warning("control.group \(group) does not exist: only root may change anything through the control socket")
             return
         }
         do {
-            try SystemCall.check("chown", path: configuration.socketPath) { chown(configuration.socketPath, uid_t.max, gid) }
+            try SystemCall.check("chown", path: socketPath) { chown(socketPath, uid_t.max, gid) }
         } catch {
             logger.warning("cannot give the control socket to group \(group): \(error)")
         }

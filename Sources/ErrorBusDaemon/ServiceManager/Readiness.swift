@@ -15,14 +15,14 @@ struct Readiness: Service {
     let startedAt: ContinuousClock.Instant
     let bus: ErrorBus
     let manager: ServiceManager
-    /// The control socket, which must accept connections before `READY=1`; `nil` for none.
-    var controlSocket: ControlSocketReadiness?
+    /// The control socket, which must accept connections before `READY=1`.
+    let controlSocket: ControlSocketReadiness
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
 
     func run() async throws {
-        if let controlSocket, await !controlSocket.wait() {
+        if await !controlSocket.wait() {
             // The control server failed (the group is stopping because of it) or errorbusd is
             // stopping before it ever listened: not ready.
             try? await gracefulShutdown()

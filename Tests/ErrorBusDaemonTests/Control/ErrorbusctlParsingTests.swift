@@ -35,7 +35,7 @@ import Testing
 
     @Test func jobsChecksItsFilter() throws {
         let jobs = try #require(try Errorbusctl.parseAsRoot(["jobs", "--service", "sync", "--state", "deadLettered", "--offset", "20", "--limit", "10"]) as? Jobs)
-        #expect(jobs.state == "deadLettered")
+        #expect(jobs.state == .deadLettered)
         #expect(jobs.offset == 20)
         #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["jobs", "--state", "lost"]) }
         #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["jobs", "--limit", "0"]) }
