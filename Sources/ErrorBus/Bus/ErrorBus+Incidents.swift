@@ -21,18 +21,15 @@ extension ErrorBus {
         )
         incidents[id] = incident
         openIncidents[failure.fingerprint] = incident
-        if let key = incident.holdKey {
-            hold(key, by: incident)
-        } else {
-            incident.state = .collecting
-        }
+        if let key = incident.holdKey { hold(key, by: incident) }
+        if !incident.parks { incident.state = .collecting }
         logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
 
         var decision: FailureDecision?
         if let command {
-            decision = incident.holdKey == nil
-                ? deadLetter(command, failure, in: incident)
-                : park(command, in: incident, atFront: false, failure: failure)
+            decision = incident.parks
+                ? park(command, in: incident, atFront: false, failure: failure)
+                : deadLetter(command, failure, in: incident)
         }
         // Subscribers see the incident opened with its first step already decided (what it
         // waits for and until when), then the events that step emitted.

@@ -288,7 +288,7 @@ extension ErrorBus {
             // Opening an incident parks or dead-letters its first command.
             return open(failure, parking: command).decision!
         }
-        if incident.holdKey == nil {
+        if !incident.parks {
             join(incident, failure)
             return deadLetter(command, failure, in: incident)
         }

@@ -7,8 +7,12 @@ final class IncidentRecord {
     let fingerprint: Fingerprint
     let service: String
     let openedAt: BusInstant
-    /// What the incident holds back while it holds its scope; `nil` for `invalid`.
+    /// What the incident holds back while it holds its scope; `nil` for `invalid`, and when
+    /// failures are grouped per job (its one job is parked; no other is held).
     let holdKey: HoldKey?
+    /// Whether its jobs are parked until the cause is gone (all but `invalid`, whose jobs are
+    /// dead letters).
+    let parks: Bool
 
     var category: ErrorCategory
     var text: OperatorText
@@ -33,6 +37,7 @@ final class IncidentRecord {
         self.service = failure.service
         self.openedAt = now
         self.holdKey = HoldKey(failure.fingerprint)
+        self.parks = failure.fingerprint.kind != .invalid
         self.category = failure.category
         self.text = failure.text
         self.state = .waiting
@@ -94,20 +99,15 @@ final class IncidentRecord {
     }
 }
 
-/// What an open incident holds back: every job of a host, of a realm, or of a service; or, when
-/// failures are grouped per job, only the job whose incident it is (which is parked anyway), so
-/// no other job is held.
+/// What an open incident holds back: every job of a host, of a realm, or of a service. An
+/// incident of one job (``ErrorBusConfiguration/Grouping/perJob``) holds back nothing else.
 enum HoldKey: Hashable, Sendable {
     case scope(String)
     case realm(String)
     case service(String)
-    case job(String)
 
     init?(_ fingerprint: Fingerprint) {
-        if let job = fingerprint.job, fingerprint.kind != .invalid {
-            self = .job(job)
-            return
-        }
+        guard fingerprint.job == nil else { return nil }
         switch fingerprint.kind {
         case .unreachable, .rateLimited, .transient: self = .scope(fingerprint.scope)
         case .unauthenticated: self = .realm(fingerprint.scope)
