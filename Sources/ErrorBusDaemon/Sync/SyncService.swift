@@ -55,14 +55,11 @@ actor SyncService: Service {
     private var seen: [String: FileStamp] = [:]
     /// Names of files with the same content as a job, to remove with it.
     private var duplicates: [String: [String]] = [:]
-    /// What became of jobs whose outcome the store could not record (disk full, read-only), by
-    /// job: recorded again at each rescan. Until then the job stays in flight in the store, where
-    /// nothing would pick it up again before a restart, and its file stays in the outbox.
-    private var unrecorded: [String: Unrecorded] = [:]
-    private enum Unrecorded {
-        case delivered(Upload)
-        case ended(Upload, JobStopped)
-    }
+    /// What became of jobs whose outcome the store could not record (disk full, read-only):
+    /// recorded again, oldest first, at the next wake-up or rescan. Until then the job stays in
+    /// flight in the store, where nothing would pick it up again before a restart, and its file
+    /// stays in the outbox.
+    private var unrecorded: [(job: Upload, outcome: JobOutcome)] = []
     /// While parking is full, new jobs wait until this instant.
     private var parkingFullUntil: ContinuousClock.Instant?
     private let clock = ContinuousClock()
@@ -228,6 +225,7 @@ actor SyncService: Service {
     private func dispatch() async {
         await withDiscardingTaskGroup { uploads in
             for await _ in wakeups.cancelOnGracefulShutdown() {
+                await recordUnrecorded()
                 while let job = await nextJob() {
                     running += 1
                     active.insert(job.id)
@@ -279,7 +277,7 @@ actor SyncService: Service {
         running -= 1
         switch submission {
         case .completed:
-            await delivered(job)
+            await finish(job, .succeeded)
         case .parked(let incident):
             do {
                 if let incident { try store.markParked(job.id, incident: incident.rawValue) }
@@ -289,21 +287,45 @@ actor SyncService: Service {
             // After the store has it: tests wait for this line to read the store.
             logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
         case .stopped(let stopped):
-            await ended(job, stopped)
+            await finish(job, .stopped(stopped))
         }
         wake.yield()
     }
 
     /// Records the final outcome of a job the bus held.
     private func finished(_ job: Upload, _ outcome: JobOutcome) async {
+        await finish(job, outcome)
+        wake.yield()
+    }
+
+    /// Records what became of a job; an outcome the store cannot take now waits in `unrecorded`.
+    private func finish(_ job: Upload, _ outcome: JobOutcome) async {
+        if await !record(job, outcome) { unrecorded.append((job, outcome)) }
+    }
+
+    /// Records an outcome; false when the store could not take it (and that is reported).
+    private func record(_ job: Upload, _ outcome: JobOutcome) async -> Bool {
         switch outcome {
         case .succeeded: await delivered(job)
         case .stopped(let stopped): await ended(job, stopped)
         }
+    }
+
+    /// Records the outcomes the store could not take before, oldest first, and stops at the
+    /// first it still cannot take: one failed write and one report per try, not one per job.
+    private func recordUnrecorded() async {
+        guard !unrecorded.isEmpty else { return }
+        let waiting = unrecorded
+        unrecorded = []
+        for (index, (job, outcome)) in waiting.enumerated() where await !record(job, outcome) {
+            unrecorded = Array(waiting[index...]) + unrecorded
+            return
+        }
+        // Jobs queued again may go.
         wake.yield()
     }
 
-    private func delivered(_ job: Upload) async {
+    private func delivered(_ job: Upload) async -> Bool {
         defer { active.remove(job.id) }
         do {
             _ = try await store.markDelivered(job.id)
@@ -311,17 +333,17 @@ actor SyncService: Service {
         } catch {
             // The API has it; the file stays until the store has it too (or, after a restart,
             // a second upload is absorbed by its idempotency key).
-            unrecorded[job.id] = .delivered(job)
             await reportStoreFailure(error, doing: "record \(job.fileName) as delivered")
-            return
+            return false
         }
         remove(job.path, fileName: job.fileName)
         for path in duplicates.removeValue(forKey: job.id) ?? [] {
             remove(path, fileName: String(path.split(separator: "/").last ?? ""))
         }
+        return true
     }
 
-    private func ended(_ job: Upload, _ stopped: JobStopped) async {
+    private func ended(_ job: Upload, _ stopped: JobStopped) async -> Bool {
         defer { active.remove(job.id) }
         do {
             switch stopped.reason {
@@ -342,23 +364,10 @@ actor SyncService: Service {
                 try store.markQueued(job.id, lastError: stopped.description)
             }
         } catch {
-            unrecorded[job.id] = .ended(job, stopped)
             await reportStoreFailure(error, doing: "record what became of \(job.fileName)")
+            return false
         }
-    }
-
-    /// Records the outcomes the store could not take before; those it still cannot take stay.
-    private func recordUnrecorded() async {
-        guard !unrecorded.isEmpty else { return }
-        let outcomes = unrecorded
-        unrecorded = [:]
-        for outcome in outcomes.values {
-            switch outcome {
-            case .delivered(let job): await delivered(job)
-            case .ended(let job, let stopped): await ended(job, stopped)
-            }
-        }
-        wake.yield()
+        return true
     }
 
     /// Removes (or moves, by configuration) a delivered file.
