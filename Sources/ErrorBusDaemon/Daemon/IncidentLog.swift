@@ -37,7 +37,8 @@ struct IncidentLog: Service {
         }
     }
 
-    /// Writes the event's line and history row, if it is a lifecycle step.
+    /// Writes the event's line and history row, if it is a lifecycle step; counts it. Anything
+    /// else (every canary, probe and parked job) costs a switch.
     func record(_ event: BusEvent) {
         guard let incident = event.incident else {
             if event.kind == .parkingOverflow || event.kind == .budgetExhausted {
@@ -45,47 +46,47 @@ struct IncidentLog: Service {
             }
             return
         }
+        let messageID: String
+        switch event.kind {
+        case .incidentOpened: messageID = Self.opened
+        case .escalated: messageID = Self.escalated
+        case .incidentResolved: messageID = Self.resolved
+        case .jobDeadLettered:
+            count(event, incident)
+            // One line per job, so only at debug level: the incident's own entries tell the story.
+            logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
+            return
+        default:
+            return
+        }
+        count(event, incident)
+        // The history first, so that a reader who saw the line finds the row.
+        do {
+            _ = try store.recordIncident(incident, at: Date())
+        } catch {
+            logger.error("cannot record incident \(incident.id) in the history: \(error)")
+        }
         var metadata: Logger.Metadata = [
+            "MESSAGE_ID": "\(messageID)",
             "ERRORBUS_INCIDENT": "\(incident.id)",
             "ERRORBUS_SERVICE": "\(incident.service)",
             "ERRORBUS_CATEGORY": "\(incident.category.kind)",
             "ERRORBUS_SCOPE": "\(incident.fingerprint.scope)",
         ]
-        if let next = incident.next {
+        if let next = incident.next, event.kind != .incidentResolved {
             metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = "\(Self.realtimeMicroseconds(in: next.delay))"
-        }
-        count(event, incident)
-        switch event.kind {
-        case .incidentOpened, .escalated, .incidentResolved:
-            // The history first, so that a reader who saw the line finds the row.
-            do {
-                _ = try store.recordIncident(incident, at: Date())
-            } catch {
-                logger.error("cannot record incident \(incident.id) in the history: \(error)")
-            }
-        default:
-            break
         }
         switch event.kind {
         case .incidentOpened:
-            metadata["MESSAGE_ID"] = "\(Self.opened)"
             logger.warning("incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
         case .escalated:
-            metadata["MESSAGE_ID"] = "\(Self.escalated)"
             metadata["ERRORBUS_JOBS"] = "\(incident.parked + incident.deadLettered)"
             logger.error("incident \(incident.id) needs an operator: \(event.reason ?? incident.text.message) \(incident.text.next ?? "")", metadata: metadata)
-        case .incidentResolved:
-            metadata["MESSAGE_ID"] = "\(Self.resolved)"
+        default:
             metadata["ERRORBUS_FAILURES"] = "\(incident.failures)"
             metadata["ERRORBUS_JOBS"] = "\(incident.released)"
-            metadata["ERRORBUS_NEXT_ATTEMPT_USEC"] = nil
             let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
             logger.notice("incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(incident.failures) failures absorbed, \(incident.released) jobs released, \(incident.deadLettered) dead-lettered", metadata: metadata)
-        case .jobDeadLettered:
-            // One line per job, so only at debug level: the incident's own entries tell the story.
-            logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
-        default:
-            return
         }
     }
 
