@@ -194,7 +194,6 @@ extension Faults {
                 }
             }
             print("configuration fuzz: \(Self.runs) runs, exit statuses \(statuses)")
-            #expect(statuses.values.reduce(0, +) == Self.runs)
             #expect(statuses[78, default: 0] > 0)
         }
     }

@@ -17,26 +17,6 @@ extension Faults {
         static let idleConnections = 1_000
         static let memoryLimit = 200 << 20
 
-        /// Runs blocking socket work on a Dispatch thread, never on the tests' cooperative pool
-        /// (which must keep draining errorbusd's output).
-        static func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-            try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
-            }
-        }
-
-        /// Writes `bytes` until done or the peer is gone (no SIGPIPE); whether all went out.
-        @discardableResult
-        static func write(_ bytes: [UInt8], to descriptor: CInt) -> Bool {
-            var offset = 0
-            while offset < bytes.count {
-                let sent = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL)) }
-                guard sent > 0 else { return false }
-                offset += sent
-            }
-            return true
-        }
-
         /// Reads NUL-terminated messages until the peer closes or `limit` have come.
         static func messages(from descriptor: CInt, limit: Int) -> [String] {
             var messages: [String] = []
@@ -79,10 +59,10 @@ extension Faults {
 
                 // Random bytes, NULs included, on fifty connections.
                 let noise = (0..<50).map { _ in (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) } }
-                try await Self.blocking {
+                try await RawVarlink.blocking {
                     for bytes in noise {
                         let socket = try TestSocket.stream(connectedTo: socketPath)
-                        Self.write(bytes, to: socket.descriptor)
+                        RawVarlink.write(bytes, to: socket.descriptor)
                         _ = Self.messages(from: socket.descriptor, limit: Int.max)
                     }
                 }
@@ -91,12 +71,12 @@ extension Faults {
                 // 10,000 malformed messages: ten at a time on a thousand connections. Each that
                 // is answered is answered with an error; a message that is not Varlink at all
                 // closes its connection.
-                let replies = try await Self.blocking {
+                let replies = try await RawVarlink.blocking {
                     var replies: [String] = []
                     for connection in 0..<1_000 {
                         let socket = try TestSocket.stream(connectedTo: socketPath)
                         let batch = (0..<10).map { Self.malformed[(connection + $0) % Self.malformed.count] }
-                        Self.write(batch.flatMap { Array($0.utf8) + [0] }, to: socket.descriptor)
+                        RawVarlink.write(batch.flatMap { Array($0.utf8) + [0] }, to: socket.descriptor)
                         replies += Self.messages(from: socket.descriptor, limit: 10)
                     }
                     return replies
@@ -107,9 +87,9 @@ extension Faults {
 
                 // One 16 MiB message: refused once it passes 1 MiB, its connection closed.
                 let huge = Array(#"{"method":"io.errorbus.Control.GetStatus","parameters":{"x":""#.utf8) + [UInt8](repeating: 0x61, count: 16 << 20) + Array(#""}}"#.utf8) + [0]
-                let hugeReplies = try await Self.blocking {
+                let hugeReplies = try await RawVarlink.blocking {
                     let socket = try TestSocket.stream(connectedTo: socketPath)
-                    Self.write(huge, to: socket.descriptor)
+                    RawVarlink.write(huge, to: socket.descriptor)
                     return Self.messages(from: socket.descriptor, limit: Int.max)
                 }
                 #expect(hugeReplies.count == 1)
@@ -118,13 +98,13 @@ extension Faults {
 
                 // A thousand connections that say nothing. Each is admitted: the last one opened
                 // is answered when it does speak.
-                let idle = try await Self.blocking {
+                let idle = try await RawVarlink.blocking {
                     try (0..<Self.idleConnections).map { _ in try TestSocket.stream(connectedTo: socketPath) }
                 }
                 _ = try await Faults.statusAnswers(daemon)
                 let last = try #require(idle.last)
-                let lastReply = try await Self.blocking {
-                    Self.write(Array(#"{"method":"io.errorbus.Control.GetStatus"}"#.utf8) + [0], to: last.descriptor)
+                let lastReply = try await RawVarlink.blocking {
+                    RawVarlink.write(Array(#"{"method":"io.errorbus.Control.GetStatus"}"#.utf8) + [0], to: last.descriptor)
                     return Self.messages(from: last.descriptor, limit: 1)
                 }
                 #expect(lastReply.first?.contains(#""services":"#) == true, "\(lastReply)")
@@ -134,7 +114,7 @@ extension Faults {
                 // A watcher that never reads, while the API rejects a thousand files (an event
                 // each: dead-lettered). GetStatus is answered while they come.
                 let watcher = try TestSocket.stream(connectedTo: socketPath)
-                #expect(Self.write(Array(#"{"method":"io.errorbus.Control.Watch","more":true}"#.utf8) + [0], to: watcher.descriptor))
+                #expect(RawVarlink.write(Array(#"{"method":"io.errorbus.Control.Watch","more":true}"#.utf8) + [0], to: watcher.descriptor))
                 try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"rejected to flood the watchers"}"#)
                 let files = 1_000
                 for number in 0..<files { try daemon.drop("item-\(number).bin", content: DaemonIntegrationTests.content(number)) }

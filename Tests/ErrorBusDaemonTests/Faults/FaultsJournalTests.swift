@@ -47,7 +47,7 @@ extension Faults {
                 let notify = try TestSocket.datagram(boundTo: directory + "/journald-notify-\(number).sock")
                 let child = try ChildProcess("/usr/bin/nsenter", [namespace, "/lib/systemd/systemd-journald"], environment: ["NOTIFY_SOCKET": notify.path])
                 journald.withLock { $0 = child }
-                try await ControlAbuse.blocking {
+                try await RawVarlink.blocking {
                     while true {
                         let state = try notify.receive(timeout: 10)
                         if state.split(separator: "\n").contains("READY=1") { return }

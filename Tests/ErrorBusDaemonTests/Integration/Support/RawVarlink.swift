@@ -27,14 +27,22 @@ final class RawVarlink: Sendable {
 
     /// Sends bytes as they are (no terminating NUL added).
     func send(bytes: [UInt8]) async throws {
-        try await Self.offPool { [socket] in
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes { write(socket.descriptor, $0.baseAddress, $0.count) }
-                guard written > 0 else { throw TestSocketError.call("write", errno) }
-                offset += written
-            }
+        try await Self.blocking { [socket] in
+            guard Self.write(bytes, to: socket.descriptor) else { throw TestSocketError.call("send", errno) }
         }
+    }
+
+    /// Writes `bytes` until done or the peer is gone (`MSG_NOSIGNAL`: a daemon that closes a
+    /// misbehaving connection must not kill the test with SIGPIPE); whether all went out.
+    @discardableResult
+    static func write(_ bytes: [UInt8], to descriptor: CInt) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, CInt(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
     }
 
     /// Sends one message: `json` and its NUL.
@@ -44,7 +52,7 @@ final class RawVarlink: Sendable {
 
     /// The next message, decoded; `nil` if errorbusd closed the connection.
     func receive() async throws -> Message? {
-        try await Self.offPool { [self] in try receiveBlocking() }
+        try await Self.blocking { [self] in try receiveBlocking() }
     }
 
     /// Sends a call and returns its reply.
@@ -71,7 +79,8 @@ final class RawVarlink: Sendable {
         }
     }
 
-    private static func offPool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    /// Runs blocking socket work on a Dispatch thread, never on the tests' cooperative pool.
+    static func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
         }
