@@ -41,6 +41,15 @@ extension FaultInjectionMiddleware {
         )
     }
 
+    /// `wrongReceipt`: 201 with the receipt of an item nobody sent.
+    static func wrongReceiptResponse() -> Response {
+        Response(
+            status: .created,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"id":"not-the-item-you-sent","bytes":0,"sha256":"","versions":1}"#))
+        )
+    }
+
     /// Thrown from the `truncated` body once it has sent less than it promised, so Hummingbird
     /// closes the connection.
     struct TruncatedOnPurpose: Error {}

@@ -53,6 +53,8 @@ struct FaultInjectionMiddleware: RouterMiddleware {
             return OAuthError.invalidClient("The sandbox was told to reject every client's credentials.").response()
         case .garbage:
             return Self.garbageResponse()
+        case .wrongReceipt:
+            return Self.wrongReceiptResponse()
         case .truncated:
             return Self.truncatedResponse()
         case .captivePortal(.redirect):

@@ -10,6 +10,9 @@ enum FaultMode: Sendable, Equatable {
     case rejectCredentials
     /// 200 with a body that is not what the client expects, in the wrong content type.
     case garbage
+    /// 201 with a well-formed receipt for another item than the one sent (a proxy's or cache's
+    /// mix-up): a client that checks receipts must not take it for a delivery.
+    case wrongReceipt
     /// 200 whose `Content-Length` promises more than is sent before the connection closes.
     case truncated
     /// A captive portal: a redirect to `/login`, or its HTML page served in place of the answer.

@@ -1,7 +1,7 @@
 extension FaultSpec {
     /// The modes the admin API knows, for error messages and the docs.
     static let modes = [
-        "none", "down", "status", "invalid", "rejectCredentials", "garbage", "truncated", "captivePortal", "slow", "huge",
+        "none", "down", "status", "invalid", "rejectCredentials", "garbage", "wrongReceipt", "truncated", "captivePortal", "slow", "huge",
         "expireTokens",
     ]
 
@@ -39,6 +39,8 @@ extension FaultSpec {
             mode = .rejectCredentials
         case "garbage":
             mode = .garbage
+        case "wrongReceipt":
+            mode = .wrongReceipt
         case "truncated":
             mode = .truncated
         case "captivePortal":

@@ -35,8 +35,8 @@ struct FaultSpec: Codable, Sendable, Equatable {
 
     /// `token`, `items`, `resources`, `healthz` or `all` (the default).
     var route: String?
-    /// `none`, `down`, `status`, `invalid`, `rejectCredentials`, `garbage`, `truncated`,
-    /// `captivePortal`, `slow`, `huge`, or the one-shot action `expireTokens`.
+    /// `none`, `down`, `status`, `invalid`, `rejectCredentials`, `garbage`, `wrongReceipt`,
+    /// `truncated`, `captivePortal`, `slow`, `huge`, or the one-shot action `expireTokens`.
     var mode: String
     /// `status`: the code (400–599); `invalid`: a 4xx code other than the default 422.
     var status: Int?

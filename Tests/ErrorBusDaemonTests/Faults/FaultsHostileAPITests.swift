@@ -26,6 +26,8 @@ extension Faults {
         static let answers: [Answer] = [
             // 200 text/html where JSON was expected.
             Answer(fault: #"{"route":"items","mode":"garbage"}"#, category: .invalid, cause: "undecodableResponse"),
+            // 201 with a receipt for another item: no delivery, the file stays.
+            Answer(fault: #"{"route":"items","mode":"wrongReceipt"}"#, category: .invalid, cause: "undecodableResponse"),
             // JSON announced, 26 of 4096 bytes, then the connection closes.
             Answer(fault: #"{"route":"items","mode":"truncated"}"#, category: .transient, cause: "connectionReset"),
             // application/json, but spaces: the right type, the wrong body.
