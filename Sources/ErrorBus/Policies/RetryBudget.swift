@@ -34,6 +34,7 @@ struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration =
         return true
     }
 
+    /// Computed: a generic type has no static stored properties.
     private static var rounding: Double { 1e-9 }
 
     /// When the floor refill alone will have produced a whole token.
