@@ -23,12 +23,14 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["YAML"]),
+        // No traits: errorbusd parses its YAML file itself (ConfigurationFileOutline) and hands
+        // the values to the reader in memory, so neither file snapshot is needed.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        // swift-configuration's YAML trait already pulls Yams in; the daemon also walks the parsed
-        // tree itself to reject unknown keys with the line they are on.
+        // The configuration file's parser: the daemon walks the tree itself to reject unknown keys
+        // with the line they are on.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [

@@ -35,7 +35,7 @@ struct Errorbusd: AsyncParsableCommand {
         let notifier = environment["NOTIFY_SOCKET"].map { SystemdNotifier(socketPath: $0) } ?? .disabled
         let configuration: DaemonConfiguration
         do {
-            configuration = try await DaemonConfiguration.load(file: config, environment: environment)
+            configuration = try DaemonConfiguration.load(file: config, environment: environment)
         } catch {
             FileHandle.standardError.write(Data("errorbusd: \(error)\n".utf8))
             if !checkConfig { try? notifier.failing(errno: EINVAL, status: "configuration unusable: \(error)") }

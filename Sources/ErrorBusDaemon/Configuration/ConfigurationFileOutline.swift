@@ -1,20 +1,26 @@
+import Configuration
 import Yams
 
-/// The keys a configuration file sets and the line each is on, after checking that the file is
-/// YAML errorbusd understands: a mapping of known sections and keys, a scalar where a value goes,
-/// a list of scalars where a list goes.
+/// The keys a configuration file sets, the line each is on and its value as text, after checking
+/// that the file is YAML errorbusd understands: a mapping of known sections and keys, a scalar
+/// where a value goes, a list of scalars where a list goes.
 ///
-/// The values themselves are read through swift-configuration's YAML provider; this walk exists
-/// because that provider reads keys on demand and would silently ignore a misspelt one.
+/// The walk exists because swift-configuration's providers read keys on demand and would
+/// silently ignore a misspelt one. Its values reach the `ConfigReader` through ``provider``.
+/// The file is parsed once, here, and without Yams' default tag resolver: that resolver compiles
+/// `NSRegularExpression`s, starting ICU's regular-expression engine (resident for the daemon's
+/// whole life) only to tag scalars that ``SettingReader`` reads as text anyway.
 struct ConfigurationFileOutline: Sendable {
     /// The 1-based line of every key (and section) the file sets, by dotted key.
     private(set) var lines: [String: Int] = [:]
+    /// Every value the file sets, as text (a list as a list of text), by key.
+    private(set) var values: [AbsoluteConfigKey: ConfigValue] = [:]
 
     /// Parses and checks `text`, the contents of `file`.
     init(parsing text: String, file: String) throws(ConfigurationError) {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            root = try Yams.compose(yaml: text, .basic)
         } catch {
             throw Self.syntaxError(error, file: file, text: text)
         }
@@ -43,6 +49,11 @@ struct ConfigurationFileOutline: Sendable {
     /// Whether the file sets `key`.
     func contains(_ key: String) -> Bool {
         lines[key] != nil
+    }
+
+    /// The file's values, for a `ConfigReader`.
+    func provider(file: String) -> InMemoryProvider {
+        InMemoryProvider(name: file, values: values)
     }
 
     private mutating func walk(_ mapping: Node.Mapping, path: String, file: String) throws(ConfigurationError) {
@@ -88,6 +99,7 @@ struct ConfigurationFileOutline: Sendable {
                 }
             } else if let shape = ConfigurationKeys.shapes[key] {
                 try Self.check(value, shape: shape, key: key, line: line, file: file)
+                values[AbsoluteConfigKey(ConfigKey(key).components)] = Self.configValue(value)
             } else {
                 var reason = "unknown key"
                 if let suggestion = ConfigurationKeys.suggestion(for: name, in: path) {
@@ -128,6 +140,15 @@ struct ConfigurationFileOutline: Sendable {
             throw ConfigurationError(file: file, line: line, key: key, reason: "expected a list, got \(describe(value))")
         default:
             throw ConfigurationError(file: file, line: line, key: key, reason: "expected a single value, got \(describe(value))")
+        }
+    }
+
+    /// A checked value as text: a scalar's own characters (`"30s"`, `16`, `~`), whatever YAML
+    /// type a resolver would give it; a list as its items' text.
+    private static func configValue(_ value: Node) -> ConfigValue {
+        switch value {
+        case .sequence(let sequence): ConfigValue(.stringArray(sequence.compactMap(\.scalar?.string)), isSecret: false)
+        default: ConfigValue(.string(value.scalar?.string ?? ""), isSecret: false)
         }
     }
 

@@ -1,5 +1,4 @@
 import Configuration
-import _NIOFileSystem
 
 extension DaemonConfiguration {
     /// The configuration file errorbusd reads unless told otherwise.
@@ -27,7 +26,7 @@ extension DaemonConfiguration {
     ///   - environment: The process environment (`ProcessInfo.processInfo.environment`):
     ///     `ERRORBUSD_*` overrides, and systemd's `STATE_DIRECTORY`, `RUNTIME_DIRECTORY` and
     ///     `CREDENTIALS_DIRECTORY`. Nothing else in it is read.
-    public static func load(file: String?, environment: [String: String]) async throws(ConfigurationError) -> DaemonConfiguration {
+    public static func load(file: String?, environment: [String: String]) throws(ConfigurationError) -> DaemonConfiguration {
         let environmentProvider = EnvironmentVariablesProvider(environmentVariables: environment)
             .prefixKeys(with: ConfigKey(ConfigurationKeys.environmentPrefix))
         try checkEnvironment(environment, provider: environmentProvider)
@@ -38,15 +37,7 @@ extension DaemonConfiguration {
             let text = try readFile(file)
             let fileOutline = try ConfigurationFileOutline(parsing: text, file: file)
             outline = fileOutline
-            // An empty file (or one of comments only) is all defaults; the YAML provider would
-            // reject it for not being a mapping.
-            if !fileOutline.isEmpty {
-                do {
-                    providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(file)))
-                } catch {
-                    throw ConfigurationError(file: file, reason: "cannot read: \(error)")
-                }
-            }
+            providers.append(fileOutline.provider(file: file))
         }
 
         do {

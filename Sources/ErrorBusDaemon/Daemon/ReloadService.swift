@@ -51,7 +51,7 @@ actor ReloadService: Service {
         defer { manager.send(.ready) }
         let next: DaemonConfiguration
         do {
-            next = try await DaemonConfiguration.load(file: file, environment: environment)
+            next = try DaemonConfiguration.load(file: file, environment: environment)
         } catch {
             logger.error("reload failed, keeping the running configuration: \(error)")
             return false

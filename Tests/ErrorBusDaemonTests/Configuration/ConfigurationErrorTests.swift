@@ -321,7 +321,7 @@ import Testing
 
     private func loadError(file: String?, environment: [String: String]) async -> ConfigurationError? {
         do {
-            _ = try await DaemonConfiguration.load(file: file, environment: environment)
+            _ = try DaemonConfiguration.load(file: file, environment: environment)
             return nil
         } catch {
             return error

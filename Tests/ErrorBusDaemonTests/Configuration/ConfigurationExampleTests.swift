@@ -16,7 +16,7 @@ import Testing
 
     @Test func loadsAsTheDefaults() async throws {
         try await ConfigurationFixture.with { fixture in
-            let configuration = try await DaemonConfiguration.load(file: Self.examplePath, environment: try fixture.credentials())
+            let configuration = try DaemonConfiguration.load(file: Self.examplePath, environment: try fixture.credentials())
             #expect(configuration == DaemonConfiguration(auth: .init(clientSecret: Secret("s3cret"))))
             // What the demo against the local sandbox needs.
             #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
@@ -29,7 +29,7 @@ import Testing
             var environment = try fixture.credentials()
             environment["STATE_DIRECTORY"] = "/var/lib/errorbusd-unit"
             environment["RUNTIME_DIRECTORY"] = "/run/errorbusd-unit"
-            let configuration = try await DaemonConfiguration.load(file: Self.examplePath, environment: environment)
+            let configuration = try DaemonConfiguration.load(file: Self.examplePath, environment: environment)
             #expect(configuration.state.directory == "/var/lib/errorbusd-unit")
             #expect(configuration.control.socketPath == "/run/errorbusd-unit/io.errorbus.Control")
         }

@@ -38,7 +38,7 @@ struct ConfigurationFixture {
     func load(_ yaml: String, environment: [String: String] = [:]) async throws -> DaemonConfiguration {
         let file = try write("errorbusd.yaml", yaml)
         let environment = try credentials().merging(environment) { _, new in new }
-        return try await DaemonConfiguration.load(file: file, environment: environment)
+        return try DaemonConfiguration.load(file: file, environment: environment)
     }
 
     /// The error loading `yaml` (written to `errorbusd.yaml`) with `environment` and a
@@ -47,7 +47,7 @@ struct ConfigurationFixture {
         let file = try yaml.map { try write("errorbusd.yaml", $0) }
         let environment = try credentials().merging(environment) { _, new in new }
         do {
-            _ = try await DaemonConfiguration.load(file: file, environment: environment)
+            _ = try DaemonConfiguration.load(file: file, environment: environment)
             return nil
         } catch {
             return error

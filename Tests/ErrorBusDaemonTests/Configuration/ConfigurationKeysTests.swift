@@ -50,7 +50,7 @@ import Testing
             environment["ERRORBUSD_SYNC_MAX_FILE_SIZE"] = "1KiB"
             environment["ERRORBUSD_API_BASE_URL"] = "http://10.0.0.1:9000"
             environment["ERRORBUSD_BUS_GROUPING"] = "per-job"
-            let configuration = try await DaemonConfiguration.load(file: nil, environment: environment)
+            let configuration = try DaemonConfiguration.load(file: nil, environment: environment)
             #expect(configuration.bus.retryBudget.floorPerMinute == 3)
             #expect(configuration.sync.maxFileSize == 1_024)
             #expect(configuration.api.baseURL == "http://10.0.0.1:9000")

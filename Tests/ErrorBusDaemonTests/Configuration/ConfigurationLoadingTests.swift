@@ -10,7 +10,7 @@ import Testing
 
     @Test func defaultsWithoutFile() async throws {
         try await ConfigurationFixture.with { fixture in
-            let configuration = try await DaemonConfiguration.load(file: nil, environment: try fixture.credentials())
+            let configuration = try DaemonConfiguration.load(file: nil, environment: try fixture.credentials())
             #expect(configuration == Self.defaults)
 
             #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
@@ -194,7 +194,7 @@ import Testing
         try await ConfigurationFixture.with { fixture in
             var environment = try fixture.credentials()
             environment["ERRORBUSD_LOG_LEVEL"] = "warning"
-            let configuration = try await DaemonConfiguration.load(file: nil, environment: environment)
+            let configuration = try DaemonConfiguration.load(file: nil, environment: environment)
             var expected = Self.defaults
             expected.log.level = .warning
             #expect(configuration == expected)
@@ -206,7 +206,7 @@ import Testing
             var environment = try fixture.credentials()
             environment["STATE_DIRECTORY"] = "/var/lib/errorbusd-a:/var/lib/errorbusd-b"
             environment["RUNTIME_DIRECTORY"] = "/run/errorbusd-test"
-            let configuration = try await DaemonConfiguration.load(file: nil, environment: environment)
+            let configuration = try DaemonConfiguration.load(file: nil, environment: environment)
             #expect(configuration.state.directory == "/var/lib/errorbusd-a")
             #expect(configuration.control.socketPath == "/run/errorbusd-test/io.errorbus.Control")
 
@@ -215,7 +215,7 @@ import Testing
                 "errorbusd.yaml",
                 "state:\n  directory: /srv/state\ncontrol:\n  socket-path: /srv/control.sock\n"
             )
-            let explicit = try await DaemonConfiguration.load(file: file, environment: environment)
+            let explicit = try DaemonConfiguration.load(file: file, environment: environment)
             #expect(explicit.state.directory == "/srv/state")
             #expect(explicit.control.socketPath == "/srv/control.sock")
         }
@@ -225,7 +225,7 @@ import Testing
         try await ConfigurationFixture.with { fixture in
             let environment = try fixture.credentials(secret: "from-systemd\n", name: "api-secret")
             let file = try fixture.write("errorbusd.yaml", "auth:\n  credential-name: api-secret\n")
-            let configuration = try await DaemonConfiguration.load(file: file, environment: environment)
+            let configuration = try DaemonConfiguration.load(file: file, environment: environment)
             #expect(configuration.auth.clientSecret == Secret("from-systemd"))
             #expect(configuration.auth.clientSecret.value == "from-systemd")
         }
@@ -239,7 +239,7 @@ import Testing
             #expect(configuration.auth.clientSecret.value == "from-file")
 
             // Without any credentials directory too.
-            let alone = try await DaemonConfiguration.load(
+            let alone = try DaemonConfiguration.load(
                 file: nil,
                 environment: ["ERRORBUSD_AUTH_CLIENT_SECRET_FILE": secretFile]
             )
