@@ -1,6 +1,15 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// Release builds of the programs link with lld and pack their relative relocations (DT_RELR,
+/// glibc 2.36 and later). A position-independent Swift program has one relocation per pointer in
+/// its data, 3 MiB of them for errorbusd with the runtime linked in; the loader reads them all at
+/// every start, and they stayed resident. Packed: errorbusd idles in 5.5 MiB less resident
+/// memory linked as scripts/install links it (Swift runtime static), 1.2 MiB less otherwise.
+let compactRelocations: [LinkerSetting] = [
+    .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux], configuration: .release))
+]
+
 let package = Package(
     name: "errorbus",
     platforms: [.macOS(.v15)],
@@ -100,7 +109,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: compactRelocations
         ),
         // io.errorbus.Control: the control interface's types, methods and errors, shared by
         // errorbusd (which serves it) and errorbusctl (which calls it).
@@ -116,7 +126,8 @@ let package = Package(
                 "ErrorBusControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: compactRelocations
         ),
         // A small program the network tests run inside a network namespace of their own.
         .executableTarget(
