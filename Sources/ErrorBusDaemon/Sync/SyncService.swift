@@ -121,19 +121,23 @@ actor SyncService: Service {
 
     private func rescanPeriodically() async throws {
         while !Task.isCancelled {
-            await rescan()
-            try await clock.sleep(for: settings.rescanInterval)
+            let unsettled = await rescan()
+            // A file too recently changed to take (one left by the previous run, or written in
+            // place) is looked at again once it may have settled, not a whole interval later.
+            try await clock.sleep(for: unsettled ? min(settings.settleTime, settings.rescanInterval) : settings.rescanInterval)
         }
     }
 
     /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
-    private func rescan() async {
+    /// Returns whether some file was left for having changed within the settle time.
+    private func rescan() async -> Bool {
         await recordUnrecorded()
         let inspector = self.inspector
         do {
-            await ingest(try inspector.listing(), announced: false)
+            return await ingest(try inspector.listing(), announced: false)
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
+            return false
         }
     }
 
@@ -142,9 +146,12 @@ actor SyncService: Service {
     }
 
     /// Turns outbox entries into durable jobs, a slice at a time: each slice is inspected (and
-    /// hashed) in one job on the I/O thread pool, then queued in one transaction.
-    private func ingest(_ names: [String], announced: Bool) async {
+    /// hashed) in one job on the I/O thread pool, then queued in one transaction. Returns whether
+    /// some entry was left for having changed within the settle time.
+    @discardableResult
+    private func ingest(_ names: [String], announced: Bool) async -> Bool {
         let inspector = self.inspector
+        var unsettled = false
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = slice.reduce(into: [String: FileStamp]()) { known, name in known[name] = seen[name] }
@@ -154,10 +161,12 @@ actor SyncService: Service {
             } catch {
                 // Only when the thread pool has stopped: the daemon is shutting down.
                 logger.error("cannot inspect the outbox: \(error)")
-                return
+                return unsettled
             }
+            unsettled = inspections.contains { $0.verdict == .unsettled } || unsettled
             await enqueue(inspections, directory: inspector.directory)
         }
+        return unsettled
     }
 
     /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.

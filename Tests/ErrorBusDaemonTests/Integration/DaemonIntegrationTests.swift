@@ -29,14 +29,14 @@ struct DaemonIntegrationTests {
     static func withDaemon(
         extra: String = "",
         environment: [String: String] = [:],
-        beforeStart: (SandboxProcess) async throws -> Void = { _ in },
+        beforeStart: (SandboxProcess, DaemonProcess) async throws -> Void = { _, _ in },
         _ body: (SandboxProcess, DaemonProcess) async throws -> Void
     ) async throws {
         let scratch = try ScratchDirectory("daemon")
         let sandbox = try await SandboxProcess(in: scratch)
         let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, extra: extra, environment: environment)
         do {
-            try await beforeStart(sandbox)
+            try await beforeStart(sandbox, daemon)
             try await daemon.start()
             try await body(sandbox, daemon)
             let finished = try await daemon.stop()
@@ -110,7 +110,7 @@ struct DaemonIntegrationTests {
         // The first token request fails: every upload asks for a token, gets the endpoint's
         // failure, and parks in the host's incident; none waits on a token request that is
         // itself parked behind them.
-        try await Self.withDaemon(beforeStart: { try await $0.fault(#"{"route":"token","mode":"down"}"#) }) { sandbox, daemon in
+        try await Self.withDaemon(beforeStart: { sandbox, _ in try await sandbox.fault(#"{"route":"token","mode":"down"}"#) }) { sandbox, daemon in
             for number in 0..<10 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
             try await daemon.waitForLog("parked under incident 1", count: 10)
             #expect(try Self.store(of: daemon).count(.parked) == 10)
@@ -242,6 +242,18 @@ struct DaemonIntegrationTests {
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             let puts = try #require(try await sandbox.stats().recent).filter { $0.route == "items" }
             #expect(puts.count == 1)
+        }
+    }
+
+    @Test func aFileInTheOutboxAtStartIsTakenOnceSettledNotAtTheNextRescan() async throws {
+        // Written just before errorbusd starts, the file is too recent for the first rescan to
+        // take (it may be half-written). The next periodic rescan is an hour away.
+        let environment = ["ERRORBUSD_SYNC_RESCAN_INTERVAL": "1h", "ERRORBUSD_SYNC_SETTLE_TIME": "1s"]
+        try await Self.withDaemon(environment: environment, beforeStart: { _, daemon in
+            _ = try daemon.drop("left-by-the-last-run.bin", content: Self.content(3))
+        }) { sandbox, daemon in
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().keys.contains(Self.key(of: Self.content(3))))
         }
     }
 
