@@ -130,6 +130,7 @@ actor SyncService: Service {
 
     /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
     /// Returns whether some file was left for having changed within the settle time.
+    @discardableResult
     private func rescan() async -> Bool {
         await recordUnrecorded()
         let inspector = self.inspector
