@@ -16,8 +16,8 @@ extension DaemonConfiguration {
         /// notification was missed. Default 30 s.
         public var rescanInterval: Duration
         /// `sync.settle-time`: a file found by a rescan is taken only once it has not been
-        /// modified for this long, so half-written files are left alone; the outbox is listed
-        /// again this long after a rescan that left such a file. Default 2 s.
+        /// modified for this long, so half-written files are left alone; such a file is looked
+        /// at again this long after. Default 2 s.
         public var settleTime: Duration
 
         /// Where delivered files go with `after-delivery: move` when `sync.sent-directory` is not

@@ -26,8 +26,8 @@ struct OutboxInspector: Sendable {
         case notRegularFile
         /// Larger than the configured limit.
         case tooLarge(size: Int64)
-        /// Modified too recently to be sure it is complete; the outbox is listed again once the
-        /// settle time has passed.
+        /// Modified too recently to be sure it is complete; looked at again once the settle time
+        /// has passed.
         case unsettled
         /// Gone before it could be read.
         case vanished

@@ -121,24 +121,29 @@ actor SyncService: Service {
 
     private func rescanPeriodically() async throws {
         while !Task.isCancelled {
-            let unsettled = await rescan()
-            // A file too recently changed to take (one left by the previous run, or written in
-            // place) is looked at again once it may have settled, not a whole interval later.
-            try await clock.sleep(for: unsettled ? min(settings.settleTime, settings.rescanInterval) : settings.rescanInterval)
+            var unsettled = await rescan()
+            let next = clock.now.advanced(by: settings.rescanInterval)
+            // Files too recently changed to take (left by the previous run, or written in place)
+            // are looked at again, alone, once they may have settled: not a whole interval later.
+            while !unsettled.isEmpty, clock.now.advanced(by: settings.settleTime) < next {
+                try await clock.sleep(for: settings.settleTime)
+                unsettled = await ingest(unsettled, announced: false)
+            }
+            try await clock.sleep(until: next)
         }
     }
 
     /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
-    /// Returns whether some file was left for having changed within the settle time.
+    /// Returns the files left for having changed within the settle time.
     @discardableResult
-    private func rescan() async -> Bool {
+    private func rescan() async -> [String] {
         await recordUnrecorded()
         let inspector = self.inspector
         do {
             return await ingest(try inspector.listing(), announced: false)
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
-            return false
+            return []
         }
     }
 
@@ -147,12 +152,12 @@ actor SyncService: Service {
     }
 
     /// Turns outbox entries into durable jobs, a slice at a time: each slice is inspected (and
-    /// hashed) in one job on the I/O thread pool, then queued in one transaction. Returns whether
-    /// some entry was left for having changed within the settle time.
+    /// hashed) in one job on the I/O thread pool, then queued in one transaction. Returns the
+    /// entries left for having changed within the settle time.
     @discardableResult
-    private func ingest(_ names: [String], announced: Bool) async -> Bool {
+    private func ingest(_ names: [String], announced: Bool) async -> [String] {
         let inspector = self.inspector
-        var unsettled = false
+        var unsettled: [String] = []
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = slice.reduce(into: [String: FileStamp]()) { known, name in known[name] = seen[name] }
@@ -164,7 +169,7 @@ actor SyncService: Service {
                 logger.error("cannot inspect the outbox: \(error)")
                 return unsettled
             }
-            unsettled = inspections.contains { $0.verdict == .unsettled } || unsettled
+            unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
             await enqueue(inspections, directory: inspector.directory)
         }
         return unsettled
