@@ -12,7 +12,7 @@ final class IncidentRecord {
     let holdKey: HoldKey?
     /// Whether its jobs are parked until the cause is gone (all but `invalid`, whose jobs are
     /// dead letters).
-    let parks: Bool
+    var parks: Bool { fingerprint.kind != .invalid }
 
     var category: ErrorCategory
     var text: OperatorText
@@ -37,7 +37,6 @@ final class IncidentRecord {
         self.service = failure.service
         self.openedAt = now
         self.holdKey = HoldKey(failure.fingerprint)
-        self.parks = failure.fingerprint.kind != .invalid
         self.category = failure.category
         self.text = failure.text
         self.state = .waiting

@@ -59,6 +59,7 @@ extension HTTPClientResponse {
         }
         scheduled.cancel()
         guard !race.expired else {
+            let target = RequestTarget(url: url)
             throw HTTPFailure(
                 category: .transient,
                 cause: "deadlineExceeded",
@@ -66,7 +67,7 @@ extension HTTPClientResponse {
                 url: url,
                 text: .init(
                     title: "API answer too slow",
-                    message: "\(RequestTarget(url: url).host) did not finish sending the answer to \(method) \(RequestTarget(url: url).pathAndQuery) before its deadline."
+                    message: "\(target.host) did not finish sending the answer to \(method) \(target.pathAndQuery) before its deadline."
                 ),
                 status: Int(status.code)
             )
