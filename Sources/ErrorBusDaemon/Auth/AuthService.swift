@@ -193,29 +193,9 @@ actor AuthService: Authenticator, Service {
         guard response.status == .ok else {
             throw await HTTPFailure.classifying(response, method: "POST", url: settings.tokenURL, deadline: deadline)
         }
-        let body = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "POST", url: settings.tokenURL)
-        let decoded: TokenResponse
-        do {
-            decoded = try JSONDecoder().decode(TokenResponse.self, from: Data(body.readableBytesView))
-        } catch {
-            throw HTTPFailure.undecodable(
-                method: "POST",
-                url: settings.tokenURL,
-                contentType: response.headers.first(name: "Content-Type"),
-                body: body,
-                expected: "an OAuth token response",
-                error: error
-            )
-        }
-        guard decoded.tokenType.lowercased() == "bearer", !decoded.accessToken.isEmpty else {
-            throw HTTPFailure.undecodable(
-                method: "POST",
-                url: settings.tokenURL,
-                contentType: response.headers.first(name: "Content-Type"),
-                body: body,
-                expected: "a bearer token"
-            )
-        }
+        let decoded = try await response.decodeBody(
+            as: TokenResponse.self, deadline: deadline, method: "POST", url: settings.tokenURL, expected: "an OAuth token response"
+        ) { $0.tokenType.lowercased() == "bearer" && !$0.accessToken.isEmpty ? nil : "a bearer token" }
         // Count the lifetime from when the request was sent: never trust a token past its time.
         return Token(value: decoded.accessToken, expiresAt: sent.advanced(by: .seconds(max(0, decoded.expiresIn ?? 3_600))))
     }

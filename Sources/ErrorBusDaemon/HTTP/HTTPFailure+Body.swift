@@ -17,7 +17,8 @@ extension HTTPFailure {
     ///
     /// - Parameters:
     ///   - expected: what the body should have been, for the message, e.g. `"a JSON token response"`.
-    ///   - error: the decoder's error, kept for logs.
+    ///   - error: the decoder's error, kept for logs; `nil` when the body decoded but is not
+    ///     what was expected (a receipt for another item).
     public static func undecodable(
         method: String,
         url: String,
@@ -41,10 +42,9 @@ extension HTTPFailure {
             portalHint = " If this host is behind a captive portal or a proxy, that is what answered in the API's place."
         } else if bytes.isEmpty {
             what = "an empty body"
-        } else if let contentType {
-            what = "a \(MediaType.essence(of: contentType)) body that does not decode"
         } else {
-            what = "a body that does not decode"
+            let body = contentType.map { "a \(MediaType.essence(of: $0)) body" } ?? "a body"
+            what = error == nil ? body : body + " that does not decode"
         }
         return HTTPFailure(
             category: .invalid(reason: "answer is not \(expected)"),

@@ -3,7 +3,6 @@ import AsyncHTTPClient
 import Glibc
 #endif
 import ErrorBus
-import Foundation
 import _NIOFileSystem
 import NIOCore
 import NIOHTTP1
@@ -90,23 +89,8 @@ final class Uploader: Sendable {
         // Only the API's receipt for this item says that the API has it. A 2xx with anything
         // else (a captive portal's or a proxy's page) is no delivery: taking it for one would
         // remove a file the API never received.
-        let body = try await response.collectBody(upTo: 64 * 1024, deadline: deadline, method: "PUT", url: url)
-        let receipt: Receipt
-        do {
-            receipt = try JSONDecoder().decode(Receipt.self, from: Data(body.readableBytesView))
-        } catch {
-            throw HTTPFailure.undecodable(
-                method: "PUT", url: url, status: Int(response.status.code),
-                contentType: response.headers.first(name: "Content-Type"), body: body,
-                expected: "the item's receipt", error: error
-            )
-        }
-        guard receipt.id == id else {
-            throw HTTPFailure.undecodable(
-                method: "PUT", url: url, status: Int(response.status.code),
-                contentType: response.headers.first(name: "Content-Type"), body: body,
-                expected: "the receipt for item \(id) (it named \(receipt.id))"
-            )
+        _ = try await response.decodeBody(as: Receipt.self, deadline: deadline, method: "PUT", url: url, expected: "the item's receipt") {
+            $0.id == id ? nil : "the receipt for item \(id) (it named \($0.id))"
         }
     }
 

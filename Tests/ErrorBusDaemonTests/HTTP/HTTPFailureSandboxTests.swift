@@ -166,6 +166,29 @@ struct HTTPFailureSandboxTests {
         }
     }
 
+    @Test func aDecodedBodyTheCallerRefusesIsUndecodableSayingWhatWasExpected() async throws {
+        try await LiveSandbox.with { sandbox in
+            try await sandbox.fault(#"{"route":"items","mode":"wrongReceipt"}"#)
+            let url = sandbox.baseURL + "/v1/items/a"
+            var request = HTTPClientRequest(url: url)
+            request.method = .PUT
+            request.body = .bytes(ByteBuffer(string: "x"))
+            let deadline = NIODeadline.now() + .seconds(10)
+            let response = try await sandbox.client.execute(request, deadline: deadline)
+            struct Receipt: Decodable { let id: String }
+            do throws(HTTPFailure) {
+                _ = try await response.decodeBody(as: Receipt.self, deadline: deadline, method: "PUT", url: url, expected: "the item's receipt") {
+                    $0.id == "a" ? nil : "the receipt for item a (it named \($0.id))"
+                }
+                Issue.record("a receipt for another item was accepted")
+            } catch {
+                #expect(error.category == .invalid(reason: "answer is not the receipt for item a (it named not-the-item-you-sent)"))
+                #expect(error.cause == "undecodableResponse")
+                #expect(error.operatorText.message == "127.0.0.1 answered PUT /v1/items/a with 201 and a application/json body instead of the receipt for item a (it named not-the-item-you-sent).")
+            }
+        }
+    }
+
     @Test func anEndlessBodyIsCutAtTheLimit() async throws {
         try await LiveSandbox.with { sandbox in
             try await sandbox.fault(#"{"route":"token","mode":"huge"}"#)
