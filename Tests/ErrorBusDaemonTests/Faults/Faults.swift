@@ -1,3 +1,4 @@
+import ErrorBusDaemon
 import Foundation
 import Glibc
 import TestSupport
@@ -48,6 +49,21 @@ enum Faults {
             resident = try kibibytes("VmRSS")
             peak = try kibibytes("VmHWM")
         }
+    }
+
+    /// How a fault test ends: errorbusd stopped with status 0, its database intact, and all
+    /// `count` jobs in it delivered.
+    static func expectCleanStop(
+        _ daemon: DaemonProcess,
+        stateDirectory: String? = nil,
+        delivered count: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let stopped = try await daemon.stop()
+        #expect(stopped.status == 0, "\(stopped.standardError)", sourceLocation: sourceLocation)
+        let database = try StateDatabase(directory: stateDirectory ?? daemon.stateDirectory)
+        #expect(try database.integrityCheck() == ["ok"], sourceLocation: sourceLocation)
+        #expect(try database.counts() == [JobState.delivered.rawValue: count], sourceLocation: sourceLocation)
     }
 
     /// What a well-behaved control client must get at any moment: `GetStatus` answered.

@@ -60,12 +60,7 @@ extension Faults {
                 #expect(stats.items.keysReused == 0)
                 #expect(stats.items.uploads == dropped)
                 print("kill -9: \(dropped) files, \(stats.items.duplicatesAbsorbed) replays absorbed by their idempotency key")
-                let stopped = try await daemon.stop()
-                #expect(stopped.status == 0, "\(stopped.standardError)")
-
-                let database = try StateDatabase(directory: daemon.stateDirectory)
-                #expect(try database.integrityCheck() == ["ok"])
-                #expect(try database.counts() == [JobState.delivered.rawValue: dropped])
+                try await Faults.expectCleanStop(daemon, delivered: dropped)
             } catch {
                 _ = try? await daemon.kill()
                 try? await sandbox.stop()

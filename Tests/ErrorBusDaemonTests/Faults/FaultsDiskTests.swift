@@ -92,12 +92,7 @@ extension Faults {
                     let after = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
                     #expect(after.incidents.isEmpty)
                     #expect(after.services.first { $0.name == "sync" }?.state == .running)
-                    let stopped = try await daemon.stop()
-                    #expect(stopped.status == 0, "\(stopped.standardError)")
-
-                    let database = try StateDatabase(directory: state)
-                    #expect(try database.integrityCheck() == ["ok"])
-                    #expect(try database.counts() == [JobState.delivered.rawValue: total])
+                    try await Faults.expectCleanStop(daemon, stateDirectory: state, delivered: total)
                 } catch {
                     _ = try? await daemon.kill()
                     try? await sandbox.stop()
