@@ -50,7 +50,7 @@ struct CrashLoop {
                 size: Int64.random(in: 1...1_000_000)
             )
         }
-        let ids = try store.enqueue(new).inserted.map(\.id)
+        let ids = try await store.enqueue(new).inserted.map(\.id)
         Output.lines(ids.map { "Q \($0)" })
         try store.markInFlight(ids)
         Output.lines(ids.map { "F \($0)" })

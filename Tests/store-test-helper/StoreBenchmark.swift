@@ -46,7 +46,7 @@ struct StoreBenchmark {
                     size: 4_096
                 )
             }
-            batchTimes.append(try clock.measure { _ = try store.enqueue(batch) })
+            batchTimes.append(try await clock.measure { _ = try await store.enqueue(batch) })
         }
         report("enqueue, batches of 1,000", count: Self.jobs, times: batchTimes, per: 1_000)
 

@@ -11,11 +11,11 @@ extension JobStore {
     /// listed in ``EnqueueResult/duplicates`` with the known job, so the caller can tell a rescan
     /// of a file it already has (same path), a second copy of pending content (another path), and
     /// content already delivered (``EnqueueResult/alreadyDelivered``: remove the duplicate file).
-    public func enqueue(_ new: [NewJob]) throws(StoreError) -> EnqueueResult {
+    public func enqueue(_ new: [NewJob]) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = Date.storeNow()
         let milliseconds = now.storeMilliseconds
-        return try write("saving \(new.count) new job(s)") { db in
+        return try await writeSuspending("saving \(new.count) new job(s)") { db in
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO job (id, service, fileName, path, size, state, attempts, createdAt, updatedAt)
@@ -67,6 +67,24 @@ extension JobStore {
                 }
             }
             return jobs
+        }
+    }
+
+    /// Takes up to `limit` queued jobs, oldest first, and marks them `inFlight`, in one
+    /// transaction: they are the caller's to run, and a restart after a crash queues them again.
+    public func claimQueued(limit: Int) async throws(StoreError) -> [OutboxJob] {
+        guard limit > 0 else { return [] }
+        let now = Date.storeNow()
+        return try await writeSuspending("claiming queued jobs") { db in
+            let rows = try JobRow.fetchAll(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?", arguments: [limit])
+            let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE id = ?")
+            return try rows.map { row in
+                try mark.execute(arguments: [now.storeMilliseconds, row.id])
+                var job = row.job
+                job.state = .inFlight
+                job.updatedAt = now
+                return job
+            }
         }
     }
 

@@ -28,8 +28,10 @@ import Synchronization
 ///
 /// The synchronous methods block their thread for one short transaction (tens of microseconds,
 /// see the measurements in BENCHMARKS.md); call them from actors and tasks, never from an
-/// event loop. ``markDelivered(_:)-(String)``, which runs at upload rate, is asynchronous: it
-/// suspends the caller while its completion joins a batch committed in one transaction.
+/// event loop. The methods the sync service calls at upload rate are asynchronous, so that no
+/// thread of the cooperative pool waits for the writer: ``enqueue(_:)`` and
+/// ``claimQueued(limit:)`` suspend the caller until their transaction is committed, and
+/// ``markDelivered(_:)-(String)`` until its completion's batch is.
 ///
 /// ## Errors
 ///
@@ -167,6 +169,20 @@ public final class JobStore: Sendable {
         guard isOpen.load(ordering: .acquiring) else { throw closedError(action()) }
         do {
             return try pool.write(body)
+        } catch {
+            throw classify(error, action: action())
+        }
+    }
+
+    /// Runs `body` in a write transaction, suspending the caller (no thread waits) until the
+    /// writer queue has run and committed it; its error, if any, becomes a ``StoreError``.
+    func writeSuspending<T: Sendable>(
+        _ action: @autoclosure () -> String,
+        _ body: @Sendable (Database) throws -> T
+    ) async throws(StoreError) -> T {
+        guard isOpen.load(ordering: .acquiring) else { throw closedError(action()) }
+        do {
+            return try await pool.write(body)
         } catch {
             throw classify(error, action: action())
         }

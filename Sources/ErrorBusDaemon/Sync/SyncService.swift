@@ -43,8 +43,9 @@ actor SyncService: Service {
     private var uploader: Uploader
 
     /// Jobs handed to the bus whose outcome the store does not have yet: uploading, parked in the
-    /// bus, or being recorded. A job leaves only once the store says what became of it, so that
-    /// reading the queue meanwhile cannot start it a second time.
+    /// bus, or being recorded. None is queued in the store: each was claimed (`inFlight`), and one
+    /// that goes back to the queue (`ended`) leaves this set in the same actor turn, so a claim
+    /// never takes a job that is still running.
     private var active: Set<String> = []
     /// Uploads running in this service's own tasks (first runs; the bus runs released ones).
     private var running = 0
@@ -197,7 +198,7 @@ actor SyncService: Service {
         }
         guard !ready.isEmpty else { return }
         do {
-            let result = try store.enqueue(ready)
+            let result = try await store.enqueue(ready)
             for duplicate in result.duplicates {
                 if duplicate.existing.state == .delivered {
                     // The API already has this content: the file is a copy of a delivered one,
@@ -261,19 +262,13 @@ actor SyncService: Service {
         }
         if pending.isEmpty {
             do {
-                let batch = try store.nextQueued(limit: 4 * settings.concurrency, excluding: active)
-                // In flight from here: a restart after a crash queues them again.
-                try store.markInFlight(batch.map(\.id))
-                pending.append(contentsOf: batch)
+                pending.append(contentsOf: try await store.claimQueued(limit: 4 * settings.concurrency))
             } catch {
                 await reportStoreFailure(error, doing: "read the queue")
                 return nil
             }
         }
-        while let job = pending.popFirst() {
-            if !active.contains(job.id) { return job }
-        }
-        return nil
+        return pending.popFirst()
     }
 
     /// Hands a job to the bus. What the two closures capture stays in memory for as long as the

@@ -6,7 +6,7 @@ import Testing
     /// without one, job-5 queued.
     private func withDeadLetters(_ body: (JobStore) async throws -> Void) async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(6))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(6))
             for index in 0..<3 { try store.markDeadLettered("job-\(index)", reason: "422: field \(index)", incident: 1) }
             try store.markDeadLettered("job-3", reason: "413: too large", incident: 2)
             try store.markDeadLettered("job-4", reason: "400: bad", incident: nil)
@@ -18,7 +18,7 @@ import Testing
         try await withDeadLetters { store throws in
             var loader = StoreTestDirectory.newJobs(3, prefix: "resource")
             for index in loader.indices { loader[index].service = "loader" }
-            _ = try store.enqueue(loader)
+            _ = try await store.enqueue(loader)
             try store.markInFlight("resource-0")
             try store.markDelivered(["resource-1"])
             try store.markDiscarded("job-4")

@@ -8,7 +8,7 @@ import Testing
     @Test func markDeliveredReturnsOnceCommitted() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            _ = try store.enqueue(StoreTestDirectory.newJobs(2))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(2))
             #expect(try await store.markDelivered("job-0"))
             #expect(try await store.markDelivered("job-0") == false)
             #expect(try await store.markDelivered("missing") == false)
@@ -26,7 +26,7 @@ import Testing
 
     @Test func completionsArrivingDuringACommitShareTheNextTransaction() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            let ids = try store.enqueue(StoreTestDirectory.newJobs(500)).inserted.map(\.id)
+            let ids = try await store.enqueue(StoreTestDirectory.newJobs(500)).inserted.map(\.id)
             let before = store.deliveryStatistics
 
             // Hold the writer, as a long commit would, while every completion arrives.
@@ -53,7 +53,7 @@ import Testing
 
     @Test func aLoneCompletionIsCommittedWithoutWaitingForCompany() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(3))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(3))
             for id in ["job-0", "job-1", "job-2"] { try await store.markDelivered(id) }
             #expect(store.deliveryStatistics == DeliveryStatistics(transactions: 3, completions: 3, largestBatch: 1))
         }
@@ -62,7 +62,7 @@ import Testing
     @Test func flushAndCloseWaitForEveryCompletionHandedOver() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            let ids = try store.enqueue(StoreTestDirectory.newJobs(200)).inserted.map(\.id)
+            let ids = try await store.enqueue(StoreTestDirectory.newJobs(200)).inserted.map(\.id)
 
             let writer = WriterGate()
             store.pool.asyncWriteWithoutTransaction { _ in writer.hold() }
@@ -101,7 +101,7 @@ import Testing
 
     @Test func aFailedBatchFailsEveryCompletionInIt() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(10))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(10))
             // A trigger stands in for a disk error in the middle of the batch.
             try store.write("test") { db in
                 try db.execute(

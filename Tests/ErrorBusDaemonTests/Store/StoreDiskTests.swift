@@ -19,7 +19,7 @@ struct StoreDiskTests {
             var failure: StoreError?
             for batch in 0..<1_000 {
                 do {
-                    let result = try store.enqueue(StoreTestDirectory.newJobs(100, prefix: "b\(batch)"))
+                    let result = try await store.enqueue(StoreTestDirectory.newJobs(100, prefix: "b\(batch)"))
                     committed += result.inserted.map(\.id)
                 } catch let error as StoreError {
                     failure = error
@@ -39,7 +39,7 @@ struct StoreDiskTests {
 
             // …and writes work again once there is room, without reopening.
             try FileManager.default.removeItem(atPath: reserve)
-            let after = try store.enqueue(StoreTestDirectory.newJobs(10, prefix: "after"))
+            let after = try await store.enqueue(StoreTestDirectory.newJobs(10, prefix: "after"))
             #expect(after.inserted.count == 10)
             try await store.close()
 
@@ -55,7 +55,7 @@ struct StoreDiskTests {
         try await Tmpfs.with(size: 4 << 20) { mountPoint in
             let state = mountPoint + "/state"
             let store = try JobStore(directory: state, logger: StoreTestDirectory.logger())
-            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
             try await store.close()
 
             try Tmpfs.remount(mountPoint, readOnly: true)

@@ -6,7 +6,7 @@ import Testing
     @Test func enqueueInsertsQueuedJobsAndReturnsThemAsStored() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             let new = StoreTestDirectory.newJobs(3)
-            let result = try store.enqueue(new)
+            let result = try await store.enqueue(new)
             #expect(result.duplicates.isEmpty)
             #expect(result.inserted.map(\.id) == new.map(\.id))
             for (job, given) in zip(result.inserted, new) {
@@ -18,14 +18,14 @@ import Testing
                 #expect(try store.job(job.id) == job)
             }
             #expect(try store.job("unknown") == nil)
-            #expect(try store.enqueue([]) == EnqueueResult(inserted: [], duplicates: []))
+            #expect(try await store.enqueue([]) == EnqueueResult(inserted: [], duplicates: []))
         }
     }
 
     @Test func aKnownIdIsNotInsertedTwiceAndTheCallerLearnsWhatItIs() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             let first = StoreTestDirectory.newJobs(2)
-            _ = try store.enqueue(first)
+            _ = try await store.enqueue(first)
             try store.markDelivered([first[0].id])
 
             // The same contents dropped again under other names, plus one new file given twice.
@@ -37,7 +37,7 @@ import Testing
             }
             let fresh = NewJob(id: "fresh", service: "sync", fileName: "fresh.json", path: "/o/fresh.json", size: 1)
             again += [fresh, fresh]
-            let result = try store.enqueue(again)
+            let result = try await store.enqueue(again)
 
             #expect(result.inserted.map(\.id) == ["fresh"])
             #expect(result.duplicates.map(\.new) == [again[0], again[1], fresh])
@@ -51,7 +51,7 @@ import Testing
     @Test func nextQueuedIsOldestFirstSkipsExcludedAndOnlyQueued() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             // Several transactions within one millisecond: the order is the insertion order.
-            for batch in 0..<3 { _ = try store.enqueue(StoreTestDirectory.newJobs(4, prefix: "b\(batch)")) }
+            for batch in 0..<3 { _ = try await store.enqueue(StoreTestDirectory.newJobs(4, prefix: "b\(batch)")) }
             #expect(try store.nextQueued(limit: 5).map(\.id) == ["b0-0", "b0-1", "b0-2", "b0-3", "b1-0"])
             #expect(try store.nextQueued(limit: 3, excluding: ["b0-0", "b0-2"]).map(\.id) == ["b0-1", "b0-3", "b1-0"])
             #expect(try store.nextQueued(limit: 0).isEmpty)
@@ -67,9 +67,31 @@ import Testing
         }
     }
 
+    @Test func claimingTakesTheOldestQueuedJobsAndMarksThemInFlight() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            for batch in 0..<2 { _ = try await store.enqueue(StoreTestDirectory.newJobs(3, prefix: "b\(batch)")) }
+            try store.markParked("b0-1", incident: 1)
+
+            let first = try await store.claimQueued(limit: 3)
+            #expect(first.map(\.id) == ["b0-0", "b0-2", "b1-0"])
+            #expect(first.allSatisfy { $0.state == .inFlight })
+            for job in first { #expect(try store.job(job.id) == job) }
+            // What one claim took, the next does not take again.
+            #expect(try await store.claimQueued(limit: 5).map(\.id) == ["b1-1", "b1-2"])
+            #expect(try await store.claimQueued(limit: 5).isEmpty)
+            #expect(try await store.claimQueued(limit: 0).isEmpty)
+
+            // A job queued again is claimed again, in its old place.
+            try store.markQueued("b1-2", lastError: "timeout")
+            try store.markQueued("b0-0", lastError: "timeout")
+            #expect(try await store.claimQueued(limit: 5).map(\.id) == ["b0-0", "b1-2"])
+            #expect(try store.counts()[.inFlight] == 5)
+        }
+    }
+
     @Test func eachTransitionSetsItsFieldsAndOnlyFromTheStatesThatAllowIt() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(6))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(6))
 
             #expect(try store.markInFlight(["job-0", "job-1", "job-2", "missing"]) == 3)
             #expect(try store.markInFlight("job-0") == false)  // already in flight
@@ -114,8 +136,8 @@ import Testing
 
     @Test func countsAndPagesByServiceAndState() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
-            _ = try store.enqueue([NewJob(id: "other", service: "loader", fileName: "x", path: "/x", size: 1)])
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
+            _ = try await store.enqueue([NewJob(id: "other", service: "loader", fileName: "x", path: "/x", size: 1)])
             try store.markInFlight(["job-1", "job-3"])
 
             let counts = try store.counts()
@@ -133,7 +155,7 @@ import Testing
     @Test func jobsInFlightOrParkedAtAStopAreQueuedAgainAtTheNextStart() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
             try store.markInFlight(["job-0", "job-1"])
             try store.markParked("job-2", incident: 9)
             try store.markDeadLettered("job-3", reason: "bad", incident: 10)
@@ -151,7 +173,7 @@ import Testing
 
     @Test func pendingJobsWhoseFileIsGoneAreDiscardedAtReconciliation() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(5))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
             try store.markDelivered(["job-0"])
             try store.markParked("job-1", incident: 1)
             try store.markDeadLettered("job-2", reason: "bad", incident: 2)
@@ -172,7 +194,7 @@ import Testing
 
     @Test func pruningDeletesOnlyFinishedJobsOlderThanTheDate() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            _ = try store.enqueue(StoreTestDirectory.newJobs(4))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(4))
             try store.markDelivered(["job-0"])
             try store.markDiscarded("job-1")
             try store.markDeadLettered("job-2", reason: "bad", incident: nil)
@@ -181,7 +203,7 @@ import Testing
             #expect(try store.pruneFinished(before: Date().addingTimeInterval(1)) == 2)
             #expect(try store.counts() == JobCounts([.deadLettered: 1, .queued: 1]))
             // Pruned content is new again.
-            #expect(try store.enqueue(StoreTestDirectory.newJobs(1)).inserted.count == 1)
+            #expect(try await store.enqueue(StoreTestDirectory.newJobs(1)).inserted.count == 1)
         }
     }
 }

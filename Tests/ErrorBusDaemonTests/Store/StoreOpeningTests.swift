@@ -32,7 +32,7 @@ import Testing
     @Test func reopeningKeepsEverythingAndMigratesNothing() async throws {
         try await StoreTestDirectory.with { directory in
             let first = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            _ = try first.enqueue(StoreTestDirectory.newJobs(3))
+            _ = try await first.enqueue(StoreTestDirectory.newJobs(3))
             try first.setETag("\"v1\"", forResource: "catalog")
             try await first.close()
 
@@ -107,11 +107,11 @@ import Testing
     @Test func aClosedStoreRefusesWorkAndClosesOnce() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            _ = try store.enqueue(StoreTestDirectory.newJobs(1))
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(1))
             try await store.close()
             try await store.close()
 
-            let enqueue = #expect(throws: StoreError.self) { try store.enqueue(StoreTestDirectory.newJobs(1, prefix: "late")) }
+            let enqueue = await #expect(throws: StoreError.self) { try await store.enqueue(StoreTestDirectory.newJobs(1, prefix: "late")) }
             #expect(enqueue?.isClosed == true)
             #expect(enqueue?.isFatal == false)
             let read = #expect(throws: StoreError.self) { try store.counts() }
