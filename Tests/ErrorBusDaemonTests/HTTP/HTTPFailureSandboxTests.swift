@@ -249,6 +249,27 @@ struct HTTPFailureSandboxTests {
         }
     }
 
+    @Test func cancellingTheCallerStopsReadingTheBody() async throws {
+        try await LiveSandbox.with { sandbox in
+            let token = try await sandbox.token()
+            // The body takes 12 s to arrive and the deadline is a minute away: only the
+            // caller's cancellation can end the read early.
+            try await sandbox.fault(#"{"route":"resources","mode":"slow","delayMs":12000,"trickle":true}"#)
+            let url = sandbox.baseURL + "/v1/resources/settings"
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            let response = try await sandbox.client.execute(request, timeout: .seconds(60))
+            let deadline = NIODeadline.now() + .seconds(60)
+            let reading = Task {
+                try await response.collectBody(upTo: 1 << 20, deadline: deadline, method: "GET", url: url)
+            }
+            reading.cancel()
+            // Without the cancellation reaching the read, the whole body would come back.
+            let result = await reading.result
+            #expect(throws: HTTPFailure.self) { try result.get() }
+        }
+    }
+
     // MARK: - Captive portal
 
     @Test func aPortalRedirectIsUnreachableNamingTheLocation() async throws {
