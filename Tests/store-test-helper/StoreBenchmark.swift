@@ -3,7 +3,7 @@ import Foundation
 import Logging
 
 /// Measures the job store on real files and prints one line per figure, for both durability
-/// settings: enqueue in batches of 1,000, `nextQueued` with 100,000 jobs queued, the database's
+/// settings: enqueue in batches of 1,000, `claimQueued` with 100,000 jobs queued, the database's
 /// size per 100,000 jobs, single-row transactions, and `markDelivered` one transaction per call
 /// and batched.
 ///
@@ -50,26 +50,23 @@ struct StoreBenchmark {
         }
         report("enqueue, batches of 1,000", count: Self.jobs, times: batchTimes, per: 1_000)
 
-        // nextQueued with 100,000 queued, with and without 100 ids excluded.
-        let excluded = Set(ids.prefix(100))
-        var plain: [Duration] = []
-        var excluding: [Duration] = []
-        for _ in 0..<500 {
-            plain.append(try clock.measure { _ = try store.nextQueued(limit: 100) })
-            excluding.append(try clock.measure { _ = try store.nextQueued(limit: 100, excluding: excluded) })
+        // claimQueued as the sync service calls it (4 × concurrency 16), 100 times, with
+        // 100,000 queued: the oldest 6,400 end in flight.
+        var claims: [Duration] = []
+        for _ in 0..<100 {
+            claims.append(try await clock.measure { _ = try await store.claimQueued(limit: 64) })
         }
-        Output.line("nextQueued(limit: 100), \(Self.jobs) queued: p50 \(micro(median(plain))) µs, p99 \(micro(percentile(plain, 0.99))) µs")
-        Output.line("nextQueued(limit: 100, excluding 100), \(Self.jobs) queued: p50 \(micro(median(excluding))) µs")
+        Output.line("claimQueued(limit: 64), \(Self.jobs) queued: p50 \(micro(median(claims))) µs, p99 \(micro(percentile(claims, 0.99))) µs")
         let counts = try clock.measure { _ = try store.counts() }
         Output.line("counts() with \(Self.jobs) jobs: \(micro(counts)) µs")
 
         // Size: close (which checkpoints and truncates the WAL) and look at the file.
         try await store.close()
-        Output.line("database size, \(Self.jobs) queued jobs: \(size(directory)) bytes (\(size(directory) / Self.jobs) bytes/job)")
+        Output.line("database size, \(Self.jobs) jobs, 6,400 of them in flight: \(size(directory)) bytes (\(size(directory) / Self.jobs) bytes/job)")
         let reopened = try JobStore(directory: directory, durability: durability, logger: logger)
 
-        // One transaction per call.
-        let single = Array(ids[0..<5_000])
+        // One transaction per call, on jobs still queued.
+        let single = Array(ids[(Self.jobs - 5_000)...])
         let inFlight = try clock.measure { for id in single { try reopened.markInFlight(id) } }
         report("markInFlight(id), one transaction each", count: single.count, total: inFlight)
         let perCall = try clock.measure { for id in single { try reopened.markDelivered([id]) } }

@@ -49,26 +49,7 @@ extension JobStore {
         }
     }
 
-    // MARK: Reading jobs
-
-    /// Up to `limit` queued jobs, oldest first, skipping the ids in `excluding` (the ones the
-    /// caller is already handling).
-    public func nextQueued(limit: Int, excluding: Set<String> = []) throws(StoreError) -> [OutboxJob] {
-        guard limit > 0 else { return [] }
-        return try read("reading queued jobs") { db in
-            // A walk of the `job_state` index in insertion order: it stops after `limit` rows
-            // plus the excluded ones met on the way, whatever the size of the queue.
-            // An excluded row is skipped on its id, before the whole record is decoded.
-            let cursor = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
-            var jobs: [OutboxJob] = []
-            while jobs.count < limit, let row = try cursor.next() {
-                if excluding.isEmpty || !excluding.contains(row["id"]) {
-                    jobs.append(try JobRow(row: row).job)
-                }
-            }
-            return jobs
-        }
-    }
+    // MARK: Claiming
 
     /// Takes up to `limit` queued jobs, oldest first, and marks them `inFlight`, in one
     /// transaction: they are the caller's to run, and a restart after a crash queues them again.
@@ -76,17 +57,22 @@ extension JobStore {
         guard limit > 0 else { return [] }
         let now = Date.storeNow()
         return try await writeSuspending("claiming queued jobs") { db in
-            let rows = try JobRow.fetchAll(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?", arguments: [limit])
-            let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE id = ?")
+            // A walk of the `job_state` index in insertion order: it stops after `limit` rows,
+            // whatever the size of the queue.
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?", arguments: [limit])
+            let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE seq = ?")
             return try rows.map { row in
-                try mark.execute(arguments: [now.storeMilliseconds, row.id])
-                var job = row.job
+                let seq: Int64 = row["seq"]
+                try mark.execute(arguments: [now.storeMilliseconds, seq])
+                var job = try JobRow(row: row).job
                 job.state = .inFlight
                 job.updatedAt = now
                 return job
             }
         }
     }
+
+    // MARK: Reading jobs
 
     /// The job with this id, whatever its state.
     public func job(_ id: String) throws(StoreError) -> OutboxJob? {
