@@ -52,17 +52,18 @@ struct StoreBenchmark {
 
         // claimQueued as the sync service calls it (4 × concurrency 16), 100 times, with
         // 100,000 queued: the oldest 6,400 end in flight.
+        let (claimCount, claimLimit) = (100, 64)
         var claims: [Duration] = []
-        for _ in 0..<100 {
-            claims.append(try await clock.measure { _ = try await store.claimQueued(limit: 64) })
+        for _ in 0..<claimCount {
+            claims.append(try await clock.measure { _ = try await store.claimQueued(limit: claimLimit) })
         }
-        Output.line("claimQueued(limit: 64), \(Self.jobs) queued: p50 \(micro(median(claims))) µs, p99 \(micro(percentile(claims, 0.99))) µs")
+        Output.line("claimQueued(limit: \(claimLimit)), \(Self.jobs) queued: p50 \(micro(median(claims))) µs, p99 \(micro(percentile(claims, 0.99))) µs")
         let counts = try clock.measure { _ = try store.counts() }
         Output.line("counts() with \(Self.jobs) jobs: \(micro(counts)) µs")
 
         // Size: close (which checkpoints and truncates the WAL) and look at the file.
         try await store.close()
-        Output.line("database size, \(Self.jobs) jobs, 6,400 of them in flight: \(size(directory)) bytes (\(size(directory) / Self.jobs) bytes/job)")
+        Output.line("database size, \(Self.jobs) jobs, \(claimCount * claimLimit) of them in flight: \(size(directory)) bytes (\(size(directory) / Self.jobs) bytes/job)")
         let reopened = try JobStore(directory: directory, durability: durability, logger: logger)
 
         // One transaction per call, on jobs still queued.

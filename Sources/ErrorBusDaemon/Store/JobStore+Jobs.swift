@@ -56,6 +56,7 @@ extension JobStore {
     public func claimQueued(limit: Int) async throws(StoreError) -> [OutboxJob] {
         guard limit > 0 else { return [] }
         let now = Date.storeNow()
+        let milliseconds = now.storeMilliseconds
         return try await writeSuspending("claiming queued jobs") { db in
             // A walk of the `job_state` index in insertion order: it stops after `limit` rows,
             // whatever the size of the queue.
@@ -63,7 +64,7 @@ extension JobStore {
             let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE seq = ?")
             return try rows.map { row in
                 let seq: Int64 = row["seq"]
-                try mark.execute(arguments: [now.storeMilliseconds, seq])
+                try mark.execute(arguments: [milliseconds, seq])
                 var job = try JobRow(row: row).job
                 job.state = .inFlight
                 job.updatedAt = now

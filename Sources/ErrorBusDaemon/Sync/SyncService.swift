@@ -42,11 +42,10 @@ actor SyncService: Service {
     /// Uploads with the current settings; shared by every job.
     private var uploader: Uploader
 
-    /// Jobs handed to the bus whose outcome the store does not have yet: uploading, parked in the
-    /// bus, or being recorded. None is queued in the store: each was claimed (`inFlight`), and one
-    /// that goes back to the queue (`ended`) leaves this set in the same actor turn, so a claim
-    /// never takes a job that is still running.
-    private var active: Set<String> = []
+    /// How many jobs handed to the bus the store has no outcome for yet: uploading, parked in the
+    /// bus, or waiting in `unrecorded`. For the stop's log line; the store's claim is what keeps a
+    /// job from being started twice (a claimed job is no longer queued).
+    private var held = 0
     /// Uploads running in this service's own tasks (first runs; the bus runs released ones).
     private var running = 0
     /// Jobs fetched from the store, next to submit.
@@ -88,7 +87,7 @@ actor SyncService: Service {
             group.addTask { await self.dispatch() }
         }
         try await store.flush()
-        logger.info("sync stopped", metadata: ["active": "\(active.count)"])
+        logger.info("sync stopped", metadata: ["held": "\(held)"])
     }
 
     /// Applies new settings (a reload). Jobs already queued keep their state.
@@ -244,7 +243,7 @@ actor SyncService: Service {
                 await recordUnrecorded()
                 while let job = await nextJob() {
                     running += 1
-                    active.insert(job.id)
+                    held += 1
                     let (upload, uploader) = (Upload(job), uploader)
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
                     uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
@@ -264,7 +263,7 @@ actor SyncService: Service {
             do {
                 pending.append(contentsOf: try await store.claimQueued(limit: 4 * settings.concurrency))
             } catch {
-                await reportStoreFailure(error, doing: "read the queue")
+                await reportStoreFailure(error, doing: "claim queued outbox files")
                 return nil
             }
         }
@@ -315,10 +314,13 @@ actor SyncService: Service {
 
     /// Records an outcome; false when the store could not take it (and that is reported).
     private func record(_ job: Upload, _ outcome: JobOutcome) async -> Bool {
-        switch outcome {
-        case .succeeded: await delivered(job)
-        case .stopped(let stopped): await ended(job, stopped)
-        }
+        let recorded =
+            switch outcome {
+            case .succeeded: await delivered(job)
+            case .stopped(let stopped): await ended(job, stopped)
+            }
+        if recorded { held -= 1 }
+        return recorded
     }
 
     /// Records the outcomes the store could not take before, oldest first, and stops at the
@@ -336,7 +338,6 @@ actor SyncService: Service {
     }
 
     private func delivered(_ job: Upload) async -> Bool {
-        defer { active.remove(job.id) }
         do {
             _ = try await store.markDelivered(job.id)
             deliveries.increment()
@@ -354,7 +355,6 @@ actor SyncService: Service {
     }
 
     private func ended(_ job: Upload, _ stopped: JobStopped) async -> Bool {
-        defer { active.remove(job.id) }
         do {
             switch stopped.reason {
             case .deadLettered:
