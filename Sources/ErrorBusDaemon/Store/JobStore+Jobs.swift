@@ -60,12 +60,19 @@ extension JobStore {
         return try await writeSuspending("claiming queued jobs") { db in
             // A walk of the `job_state` index in insertion order: it stops after `limit` rows,
             // whatever the size of the queue.
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?", arguments: [limit])
+            // Decoded from the statement's own rows (a copied row looks every column name up
+            // with a case-insensitive walk), marked once the walk is over.
+            let queued = try db.cachedStatement(sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?")
+            var claimed: [(seq: Int64, job: OutboxJob)] = []
+            claimed.reserveCapacity(limit)
+            let rows = try Row.fetchCursor(queued, arguments: [limit])
+            while let row = try rows.next() {
+                claimed.append((row["seq"], try JobRow(row: row).job))
+            }
             let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE seq = ?")
-            return try rows.map { row in
-                let seq: Int64 = row["seq"]
+            return try claimed.map { seq, job in
                 try mark.execute(arguments: [milliseconds, seq])
-                var job = try JobRow(row: row).job
+                var job = job
                 job.state = .inFlight
                 job.updatedAt = now
                 return job
