@@ -8,23 +8,36 @@ extension JobStore {
     /// Records a job delivered; returns once that is committed, so the caller may then remove or
     /// move its file. Returns whether the job was not delivered already.
     ///
-    /// Completions arriving while a batch commits wait for the next one, which records them all
-    /// in one transaction: under load a batch holds whatever arrived during the previous commit,
-    /// with no timer, and a lone completion is committed at once. Not cancellable: the commit is
-    /// a matter of microseconds (or one disk sync with ``StoreDurability/powerLoss``).
+    /// Completions gather for the store's `deliveryGatherTime` (a few milliseconds) after the
+    /// first of them arrives, and one transaction records them all; 64 waiting are committed at
+    /// once. Each transaction costs its `BEGIN`, its `COMMIT` and the pages it writes to the WAL
+    /// (and a disk sync with ``StoreDurability/powerLoss``), so an upload loop that frees its
+    /// slot before this returns pays them once for many files. Not cancellable: the wait is the
+    /// gather time and one commit.
     @discardableResult
     public func markDelivered(_ id: String) async throws(StoreError) -> Bool {
         guard !isClosed else { throw closedError("recording job \(id) delivered") }
         let result = await withCheckedContinuation { continuation in
-            if deliveries.add(DeliveryBatcher.Waiter(id: id, continuation: continuation)) {
-                // The writer queue runs it after the writes already scheduled; it takes every
-                // completion that arrived by then.
-                pool.asyncWriteWithoutTransaction { db in
-                    self.commitDeliveries(db)
+            switch deliveries.add(DeliveryBatcher.Waiter(id: id, continuation: continuation)) {
+            case .none:
+                break
+            case .later(let gatherTime):
+                DispatchQueue.global().asyncAfter(deadline: .now() + gatherTime.timeInterval) {
+                    self.scheduleCommit()
                 }
+            case .now:
+                scheduleCommit()
             }
         }
         return try result.get()
+    }
+
+    /// The writer queue runs the commit after the writes already scheduled; it takes every
+    /// completion that arrived by then.
+    private func scheduleCommit() {
+        pool.asyncWriteWithoutTransaction { db in
+            self.commitDeliveries(db)
+        }
     }
 
     /// Returns once every completion handed to ``markDelivered(_:)-(String)`` before the call is
@@ -32,8 +45,9 @@ extension JobStore {
     public func flush() async throws(StoreError) {
         guard !isClosed else { return }
         do {
-            // Scheduled after every pending batch on the serial writer queue.
-            try await pool.writeWithoutTransaction { _ in }
+            // After every batch already on the serial writer queue; takes the completions still
+            // gathering.
+            try await pool.writeWithoutTransaction { db in self.commitDeliveries(db) }
         } catch {
             throw classify(error, action: "recording delivered jobs")
         }
@@ -43,20 +57,19 @@ extension JobStore {
     public var deliveryStatistics: DeliveryStatistics { deliveries.statistics }
 
     /// Commits the batch waiting now, on the writer queue.
-    private func commitDeliveries(_ db: Database) {
+    func commitDeliveries(_ db: Database) {
         let batch = deliveries.takeBatch()
         guard !batch.isEmpty else { return }
         let now = Date.storeNow().storeMilliseconds
         do {
             var changed = [Bool]()
             changed.reserveCapacity(batch.count)
-            try db.inTransaction {
+            try db.inPreparedTransaction {
                 let statement = try db.cachedStatement(sql: Self.markDeliveredSQL)
                 for waiter in batch {
                     try statement.execute(arguments: ["id": waiter.id, "now": now])
                     changed.append(db.changesCount == 1)
                 }
-                return .commit
             }
             deliveries.committed(batch.count)
             for (waiter, changed) in zip(batch, changed) {

@@ -284,6 +284,9 @@ actor SyncService: Service {
     /// Records what the first run of a job came to.
     private func submitted(_ job: Upload, _ submission: Submission) async {
         running -= 1
+        // The slot is free: the next upload starts while this one's outcome is recorded (a
+        // delivery waits a few milliseconds for others to share its commit).
+        wake.yield()
         switch submission {
         case .completed:
             await finish(job, .succeeded)
@@ -298,7 +301,6 @@ actor SyncService: Service {
         case .stopped(let stopped):
             await finish(job, .stopped(stopped))
         }
-        wake.yield()
     }
 
     /// Records the final outcome of a job the bus held.

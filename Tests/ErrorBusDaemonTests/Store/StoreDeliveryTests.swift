@@ -51,11 +51,64 @@ import Testing
         }
     }
 
-    @Test func aLoneCompletionIsCommittedWithoutWaitingForCompany() async throws {
-        try await StoreTestDirectory.withStore { store, _ in
+    @Test func withoutAGatherTimeALoneCompletionIsCommittedWithoutWaitingForCompany() async throws {
+        try await StoreTestDirectory.withStore(deliveryGatherTime: .zero) { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(3))
             for id in ["job-0", "job-1", "job-2"] { try await store.markDelivered(id) }
             #expect(store.deliveryStatistics == DeliveryStatistics(transactions: 3, completions: 3, largestBatch: 1))
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLoneCompletionIsCommittedOnceTheGatherTimeIsOver() async throws {
+        try await StoreTestDirectory.withStore(deliveryGatherTime: .milliseconds(20)) { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(2))
+            // Nothing but the timer commits it: no other completion, no flush.
+            #expect(try await store.markDelivered("job-0"))
+            #expect(store.deliveryStatistics == DeliveryStatistics(transactions: 1, completions: 1, largestBatch: 1))
+            #expect(try store.job("job-0")?.state == .delivered)
+        }
+    }
+
+    @Test func completionsGatherUntilTheBatchIsFull() async throws {
+        // A gather time no test outlives: only a full batch can commit.
+        try await StoreTestDirectory.withStore(deliveryGatherTime: .seconds(3600)) { store, _ in
+            let limit = store.deliveries.limit
+            let ids = try await store.enqueue(StoreTestDirectory.newJobs(limit)).inserted.map(\.id)
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for id in ids.dropLast() {
+                    group.addTask { try await store.markDelivered(id) }
+                }
+                while store.deliveries.waitingCount < limit - 1 {
+                    // Committed without waiting: the batch did not gather.
+                    try #require(store.deliveryStatistics.transactions == 0)
+                    await Task.yield()
+                }
+                #expect(try store.counts().delivered == 0)
+
+                group.addTask { try await store.markDelivered(ids[limit - 1]) }
+                var changed = 0
+                for try await result in group where result { changed += 1 }
+                #expect(changed == limit)
+            }
+            #expect(store.deliveryStatistics == DeliveryStatistics(transactions: 1, completions: limit, largestBatch: limit))
+            #expect(try store.counts().delivered == limit)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func flushCommitsCompletionsStillGathering() async throws {
+        try await StoreTestDirectory.withStore(deliveryGatherTime: .seconds(3600)) { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(1))
+            let completion = Task { try await store.markDelivered("job-0") }
+            while store.deliveries.waitingCount < 1 {
+                try #require(store.deliveryStatistics.transactions == 0)
+                await Task.yield()
+            }
+            try await store.flush()
+            // Required: when flush left it waiting, closing the store is what ends the task.
+            try #require(try store.counts().delivered == 1)
+            #expect(try await completion.value)
         }
     }
 

@@ -18,12 +18,13 @@ enum StoreTestDirectory {
     /// the store), closing it afterwards.
     static func withStore<T>(
         durability: StoreDurability = .processCrash,
+        deliveryGatherTime: Duration = JobStore.defaultDeliveryGatherTime,
         logs: InMemoryLogHandler = InMemoryLogHandler(),
         _ body: (JobStore, String) async throws -> T
     ) async throws -> T {
         try await with { directory in
             let state = directory + "/state"
-            let store = try JobStore(directory: state, durability: durability, logger: logger(logs))
+            let store = try JobStore(directory: state, durability: durability, deliveryGatherTime: deliveryGatherTime, logger: logger(logs))
             do {
                 let result = try await body(store, state)
                 try await store.close()
