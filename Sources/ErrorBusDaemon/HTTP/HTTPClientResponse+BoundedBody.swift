@@ -2,7 +2,6 @@ public import AsyncHTTPClient
 public import NIOCore
 import ErrorBus
 import NIOHTTP1
-import NIOPosix
 import Synchronization
 
 extension HTTPClientResponse {
@@ -29,14 +28,15 @@ extension HTTPClientResponse {
             throw HTTPFailure.bodyTooLarge(method: method, url: url, status: Int(status.code), limit: limit, announced: announced)
         }
         let body = self.body
-        // The body is read in a task of its own that the deadline, a timer on an event loop,
-        // cancels (cancelling it stops the download: the body stream cancels its request).
-        // Unstructured because the timer needs a handle it can cancel from an event-loop
-        // thread, which a task group's child does not give; it is still scoped to this call:
-        // awaited below, and cancelled with the caller (the handler) or by the timer. A task
-        // group with a `Task.sleep` child beside the read did the same at twice the cost per
-        // request. Whichever of the read and the timer ends first decides, so a body read in
-        // time is never thrown away because the timer fired before this task looked.
+        // The body is read in a task of its own that the deadline (``DeadlineSweeper``, one
+        // event-loop timer for every body) cancels: cancelling it stops the download, as the
+        // body stream cancels its request. Unstructured because the sweeper needs a handle it
+        // can cancel from an event-loop thread, which a task group's child does not give; it is
+        // still scoped to this call: awaited below, and cancelled with the caller (the handler)
+        // or by the sweeper. A task group with a `Task.sleep` child beside the read did the
+        // same at twice the cost per request. Whichever of the read and the deadline ends first
+        // decides, so a body read in time is never thrown away because the deadline passed
+        // before this task looked.
         let race = BodyDeadline()
         let reading = Task { () async throws -> ByteBuffer in
             do {
@@ -49,7 +49,7 @@ extension HTTPClientResponse {
                 throw error
             }
         }
-        let scheduled = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) {
+        let timer = DeadlineSweeper.shared.add(deadline) {
             if race.expire() { reading.cancel() }
         }
         let result = await withTaskCancellationHandler {
@@ -57,7 +57,7 @@ extension HTTPClientResponse {
         } onCancel: {
             reading.cancel()
         }
-        scheduled.cancel()
+        DeadlineSweeper.shared.remove(timer)
         guard !race.expired else {
             let target = RequestTarget(url: url)
             throw HTTPFailure(
