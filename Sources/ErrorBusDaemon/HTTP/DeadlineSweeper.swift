@@ -6,8 +6,9 @@ import Synchronization
 /// one event-loop timer for them all.
 ///
 /// Every answer body errorbusd reads is bounded by a deadline that it almost always meets. A
-/// timer of its own per body cost two event-loop wake-ups per request (scheduled, then
-/// cancelled, from a pool thread): a tenth of the event loops' work at upload rate. Here
+/// timer of its own per body, scheduled and then cancelled from a pool thread, woke an event
+/// loop twice per request; such timers (AsyncHTTPClient's and these) were about 5 % of
+/// errorbusd's CPU at upload rate (`perf`). Here
 /// adding and removing a deadline is a dictionary change under a lock, and the timer fires at
 /// the earliest deadline registered, then at the earliest still waiting: with every request's
 /// deadline 30 s ahead, about once per 30 s.

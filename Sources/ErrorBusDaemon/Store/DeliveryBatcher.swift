@@ -19,7 +19,7 @@ final class DeliveryBatcher: Sendable {
         /// Nothing: a scheduled commit will take the waiter.
         case none
         /// A commit after the gather time.
-        case later(Duration)
+        case later
         /// A commit now: the batch is full.
         case now
     }
@@ -49,7 +49,7 @@ final class DeliveryBatcher: Sendable {
             state.waiting.append(waiter)
             if !state.commitScheduled {
                 state.commitScheduled = true
-                return gatherTime > .zero && limit > 1 ? .later(gatherTime) : .now
+                return gatherTime > .zero ? .later : .now
             }
             if state.waiting.count >= limit && !state.fullBatchScheduled {
                 state.fullBatchScheduled = true

@@ -9,8 +9,8 @@ extension JobStore {
     /// move its file. Returns whether the job was not delivered already.
     ///
     /// Completions gather for the store's `deliveryGatherTime` (a few milliseconds) after the
-    /// first of them arrives, and one transaction records them all; 64 waiting are committed at
-    /// once. Each transaction costs its `BEGIN`, its `COMMIT` and the pages it writes to the WAL
+    /// first of them arrives, and one transaction records them all; a full batch (64) is
+    /// committed at once. Each transaction costs its `BEGIN`, its `COMMIT` and the pages it writes to the WAL
     /// (and a disk sync with ``StoreDurability/powerLoss``), so an upload loop that frees its
     /// slot before this returns pays them once for many files. Not cancellable: the wait is the
     /// gather time and one commit.
@@ -21,8 +21,8 @@ extension JobStore {
             switch deliveries.add(DeliveryBatcher.Waiter(id: id, continuation: continuation)) {
             case .none:
                 break
-            case .later(let gatherTime):
-                DispatchQueue.global().asyncAfter(deadline: .now() + gatherTime.timeInterval) {
+            case .later:
+                DispatchQueue.global().asyncAfter(deadline: .now() + deliveries.gatherTime.timeInterval) {
                     self.scheduleCommit()
                 }
             case .now:

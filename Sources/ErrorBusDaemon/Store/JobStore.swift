@@ -43,7 +43,7 @@ public final class JobStore: Sendable {
     public static let databaseFileName = "errorbusd.sqlite"
 
     /// How long recorded deliveries gather into one transaction unless the caller says: at
-    /// upload rate, 5 ms made batches of about 20 instead of 3, and cut the writer's CPU per
+    /// upload rate, 5 ms made batches of about 28 instead of 3.4, and cut the writer's CPU per
     /// file by a third (BENCHMARKS.md).
     public static let defaultDeliveryGatherTime: Duration = .milliseconds(5)
 

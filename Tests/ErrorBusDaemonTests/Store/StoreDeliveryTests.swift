@@ -61,10 +61,15 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func aLoneCompletionIsCommittedOnceTheGatherTimeIsOver() async throws {
-        try await StoreTestDirectory.withStore(deliveryGatherTime: .milliseconds(20)) { store, _ in
+        let gatherTime = Duration.milliseconds(50)
+        try await StoreTestDirectory.withStore(deliveryGatherTime: gatherTime) { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(2))
-            // Nothing but the timer commits it: no other completion, no flush.
+            // Nothing but the timer commits it: no other completion, no flush. A lower bound
+            // only (the timer cannot fire early); committed at once, it would return sooner.
+            let clock = ContinuousClock()
+            let started = clock.now
             #expect(try await store.markDelivered("job-0"))
+            #expect(started.duration(to: clock.now) >= gatherTime)
             #expect(store.deliveryStatistics == DeliveryStatistics(transactions: 1, completions: 1, largestBatch: 1))
             #expect(try store.job("job-0")?.state == .delivered)
         }
