@@ -48,8 +48,12 @@ actor SyncService: Service {
     private var held = 0
     /// Uploads running in this service's own tasks (first runs; the bus runs released ones).
     private var running = 0
-    /// Jobs fetched from the store, next to submit.
+    /// Jobs claimed from the store, next to submit.
     private var pending = Deque<OutboxJob>()
+    /// A claim of queued jobs is under way.
+    private var claiming = false
+    /// The dispatcher was woken during the claim under way: claim again once it ends.
+    private var claimAgain = false
     /// Outbox entries already taken care of, by name, with the size and time they had then, so
     /// that rescans do not hash them again.
     private var seen: [String: FileStamp] = [:]
@@ -241,33 +245,57 @@ actor SyncService: Service {
         await withDiscardingTaskGroup { uploads in
             for await _ in wakeups.cancelOnGracefulShutdown() {
                 await recordUnrecorded()
-                while let job = await nextJob() {
+                while let job = nextJob() {
                     running += 1
                     held += 1
                     let (upload, uploader) = (Upload(job), uploader)
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
                     uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
                 }
+                if startsClaim() {
+                    uploads.addTask { await self.claim() }
+                }
             }
         }
     }
 
-    /// The next queued job to start, if a slot is free and nothing holds new work back.
-    private func nextJob() async -> OutboxJob? {
+    /// The next claimed job to start, if a slot is free and nothing holds new work back.
+    private func nextJob() -> OutboxJob? {
         guard running < settings.concurrency else { return nil }
         if let until = parkingFullUntil {
             guard clock.now >= until else { return nil }
             parkingFullUntil = nil
         }
-        if pending.isEmpty {
-            do {
-                pending.append(contentsOf: try await store.claimQueued(limit: 4 * settings.concurrency))
-            } catch {
-                await reportStoreFailure(error, doing: "claim queued outbox files")
-                return nil
-            }
-        }
         return pending.popFirst()
+    }
+
+    /// Whether to claim more queued jobs now: before the claimed ones run out, so that the next
+    /// ones are at hand when a slot frees and no slot waits for the store's writer (busy with
+    /// deliveries and new jobs). One claim at a time; a wake-up during a claim (new jobs may
+    /// have been queued after it read the queue) asks for another once it ends.
+    private func startsClaim() -> Bool {
+        guard pending.count < 2 * settings.concurrency, parkingFullUntil == nil else { return false }
+        guard !claiming else {
+            claimAgain = true
+            return false
+        }
+        claiming = true
+        claimAgain = false
+        return true
+    }
+
+    /// Claims queued jobs for ``nextJob()``, and wakes the dispatcher when there is something
+    /// to start or to claim again.
+    private func claim() async {
+        defer { claiming = false }
+        logger.debug("claiming queued jobs", metadata: ["uploading": "\(running)", "claimed": "\(pending.count)"])
+        do {
+            let claimed = try await store.claimQueued(limit: 4 * settings.concurrency)
+            pending.append(contentsOf: claimed)
+            if !claimed.isEmpty || claimAgain { wake.yield() }
+        } catch {
+            await reportStoreFailure(error, doing: "claim queued outbox files")
+        }
     }
 
     /// Hands a job to the bus. What the two closures capture stays in memory for as long as the

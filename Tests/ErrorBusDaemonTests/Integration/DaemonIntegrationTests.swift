@@ -257,6 +257,19 @@ struct DaemonIntegrationTests {
         }
     }
 
+    /// The next jobs are claimed while uploads run, before the claimed ones run out, so that a
+    /// slot that frees finds its next job at hand instead of waiting for the store's writer. One
+    /// slot: a claim that waited for a free slot would start with nothing uploading.
+    @Test func theNextJobsAreClaimedWhileUploadsRun() async throws {
+        try await Self.withDaemon(environment: ["ERRORBUSD_SYNC_CONCURRENCY": "1"]) { sandbox, daemon in
+            for number in 0..<8 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 8)
+            let claims = try daemon.current.standardError.text.split(separator: "\n").filter { $0.contains("claiming queued jobs") }
+            #expect(claims.contains { $0.contains("uploading=1") }, "every claim waited for a free slot:\n\(claims.joined(separator: "\n"))")
+        }
+    }
+
     @Test func kill9MidUploadThenRestartDeliversEverything() async throws {
         let scratch = try ScratchDirectory("kill9")
         let sandbox = try await SandboxProcess(in: scratch)
