@@ -76,6 +76,7 @@ let package = Package(
             name: "ErrorBusDaemon",
             dependencies: [
                 "ErrorBus",
+                "CFileIO",
                 "CNetlink",
                 "Systemd",
                 "Varlink",
@@ -99,6 +100,9 @@ let package = Package(
         ),
         // The Linux netlink ABI (kernel UAPI headers), for the network-change monitor.
         .systemLibrary(name: "CNetlink"),
+        // openat2(2) and preadv2(2) that answer from the kernel's caches or not at all, for
+        // reading outbox files without a hop to the blocking-I/O pool.
+        .systemLibrary(name: "CFileIO"),
         // `errorbusd`: @main only.
         .executableTarget(
             name: "errorbusd",

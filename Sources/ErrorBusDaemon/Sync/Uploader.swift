@@ -48,8 +48,8 @@ final class Uploader: Sendable {
         request.headers.add(name: "Idempotency-Key", value: job.id)
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
         if job.size <= Self.chunkLength {
-            // One chunk: opened, read and closed in one job on the blocking-I/O pool, and sent
-            // as one buffer without a body stream.
+            // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
+            // pool), and sent as one buffer without a body stream.
             do {
                 request.body = .bytes(try await Self.contents(of: job))
             } catch let error as SystemCallError {
@@ -97,19 +97,8 @@ final class Uploader: Sendable {
     /// The whole content of a job's file of at most one chunk, checked against the size it had
     /// when it was queued.
     private static func contents(of job: Upload) async throws -> ByteBuffer {
-        let read = try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
-            let descriptor = try SystemCall.check("open", path: job.path) { open(job.path, O_RDONLY | O_CLOEXEC) }
-            defer { try? SystemCall.close(descriptor) }
-            // One byte more than expected tells a file that grew.
-            var buffer = ByteBufferAllocator().buffer(capacity: Int(job.size) + 1)
-            while buffer.writableBytes > 0 {
-                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { (free) throws(SystemCallError) -> Int in
-                    try SystemCall.check("read", path: job.path) { Glibc.read(descriptor, free.baseAddress, free.count) }
-                }
-                if count == 0 { break }
-            }
-            return buffer
-        }
+        // One byte more than expected tells a file that grew.
+        let read = try await OutboxFileReader.contents(of: job.path, capacity: Int(job.size) + 1)
         guard read.readableBytes == job.size else { throw OutboxFileFailure.changed(job, size: Int64(read.readableBytes)) }
         return read
     }

@@ -1,0 +1,62 @@
+import CFileIO
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOCore
+import NIOPosix
+
+/// Reads an outbox file of at most one chunk whole.
+///
+/// A file the sync service queued moments ago is still in the kernel's caches: its path in the
+/// lookup cache, its pages in the page cache. It is then read on the calling thread, with calls
+/// that cannot wait for a disk or a server (`openat2` with `RESOLVE_CACHED`, `preadv2` with
+/// `RWF_NOWAIT`), because the hop to the blocking-I/O pool and back costs more than the read
+/// (BENCHMARKS.md). Anything else (pages evicted from a long queue, an NFS outbox that
+/// revalidates, a kernel older than 5.12) is read on the pool, where no cooperative thread
+/// waits for it.
+enum OutboxFileReader {
+    /// At most `capacity` bytes of the file, read from the caches when they hold it all, else
+    /// on the blocking-I/O pool.
+    static func contents(of path: String, capacity: Int) async throws -> ByteBuffer {
+        if let cached = cachedContents(of: path, capacity: capacity) { return cached }
+        return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
+            let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
+            defer { try? SystemCall.close(descriptor) }
+            return try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, offset in
+                pread(descriptor, free.baseAddress, free.count, offset)
+            }
+        }
+    }
+
+    /// At most `capacity` bytes of the file if the kernel has its path and every page of it in
+    /// its caches; `nil` when reading it would wait (or fails: the pool's read says why).
+    static func cachedContents(of path: String, capacity: Int) -> ByteBuffer? {
+        let descriptor = errorbus_open_cached(path)
+        guard descriptor >= 0 else { return nil }
+        defer { try? SystemCall.close(descriptor) }
+        return try? readAll(descriptor, path: path, capacity: capacity) { descriptor, free, offset in
+            errorbus_read_cached(descriptor, free.baseAddress, free.count, offset)
+        }
+    }
+
+    /// Reads from `descriptor` until the end of the file or `capacity` bytes.
+    private static func readAll(
+        _ descriptor: CInt,
+        path: String,
+        capacity: Int,
+        _ read: (CInt, UnsafeMutableRawBufferPointer, off_t) -> Int
+    ) throws(SystemCallError) -> ByteBuffer {
+        // The allocator rounds the capacity up: each read asks for what is left of it only.
+        var buffer = ByteBufferAllocator().buffer(capacity: capacity)
+        while buffer.readableBytes < capacity {
+            let (offset, wanted) = (buffer.readableBytes, capacity - buffer.readableBytes)
+            let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { (free) throws(SystemCallError) -> Int in
+                try SystemCall.check("read", path: path) {
+                    read(descriptor, UnsafeMutableRawBufferPointer(rebasing: free.prefix(wanted)), off_t(offset))
+                }
+            }
+            if count == 0 { break }
+        }
+        return buffer
+    }
+}

@@ -1,0 +1,63 @@
+@testable import ErrorBusDaemon
+import Foundation
+import Glibc
+import NIOCore
+import Testing
+
+/// Outbox files are read on the calling thread when the kernel's caches hold them, and on the
+/// blocking-I/O pool when reading them would wait.
+@Suite struct OutboxFileReaderTests {
+    static let content = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+
+    /// A file just written is in the page cache: read without the pool.
+    @Test func aFileInTheCachesIsReadOnTheCallingThread() throws {
+        let scratch = try ScratchDirectory("reader")
+        let path = try Self.write(Self.content, in: scratch)
+        let read = try #require(OutboxFileReader.cachedContents(of: path, capacity: Self.content.count + 1))
+        #expect(Array(read.readableBytesView) == Self.content)
+    }
+
+    /// Pages evicted from the page cache would mean waiting for the disk: the pool reads them.
+    @Test func aFileOutOfThePageCacheIsLeftToThePool() async throws {
+        let scratch = try ScratchDirectory("reader")
+        let path = try Self.write(Self.content, in: scratch)
+        try Self.evict(path)
+        #expect(OutboxFileReader.cachedContents(of: path, capacity: Self.content.count + 1) == nil)
+        let read = try await OutboxFileReader.contents(of: path, capacity: Self.content.count + 1)
+        #expect(Array(read.readableBytesView) == Self.content)
+    }
+
+    /// Never more than asked for, whichever way it is read: the caller tells a file that grew
+    /// from the one byte more it asks for.
+    @Test func readingStopsAtTheCapacity() async throws {
+        let scratch = try ScratchDirectory("reader")
+        let path = try Self.write(Self.content, in: scratch)
+        #expect(OutboxFileReader.cachedContents(of: path, capacity: 100)?.readableBytes == 100)
+        try Self.evict(path)
+        #expect(try await OutboxFileReader.contents(of: path, capacity: 100).readableBytes == 100)
+    }
+
+    @Test func aMissingFileIsReportedWithItsErrno() async throws {
+        let scratch = try ScratchDirectory("reader")
+        let error = await #expect(throws: SystemCallError.self) {
+            try await OutboxFileReader.contents(of: scratch.file("missing.bin"), capacity: 10)
+        }
+        #expect(error?.errnoCode == ENOENT)
+        #expect(error?.path == scratch.file("missing.bin"))
+    }
+
+    static func write(_ content: [UInt8], in scratch: borrowing ScratchDirectory) throws -> String {
+        let path = scratch.file("item.bin")
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Synced, then `POSIX_FADV_DONTNEED`: the file's clean pages leave the page cache.
+    static func evict(_ path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        try #require(fsync(descriptor) == 0)
+        try #require(posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED) == 0)
+    }
+}
