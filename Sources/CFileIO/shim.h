@@ -20,9 +20,9 @@ ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt, off_t offset, int f
 
 /// openat2(2) read-only with RESOLVE_CACHED: -1 with errno EAGAIN unless every component of
 /// `path` is in the kernel's lookup cache and opening needs no revalidation (as NFS does);
-/// ENOSYS or EINVAL on kernels older than 5.12.
+/// ENOSYS or EINVAL on kernels older than 5.12. O_NONBLOCK, as OutboxFileReader's other open.
 static inline int errorbus_open_cached(const char *path) {
-    struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .mode = 0, .resolve = RESOLVE_CACHED };
+    struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK, .mode = 0, .resolve = RESOLVE_CACHED };
     return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
 }
 

@@ -14,13 +14,16 @@ import NIOPosix
 /// (BENCHMARKS.md). Anything else (pages evicted from a long queue, an NFS outbox that
 /// revalidates, a kernel older than 5.12) is read on the pool, where no cooperative thread
 /// waits for it.
+///
+/// Files are opened with `O_NONBLOCK`, which changes nothing for a regular file: a FIFO put in
+/// a file's place would otherwise hold the thread that opens it until a writer came.
 enum OutboxFileReader {
     /// At most `capacity` bytes of the file, read from the caches when they hold it all, else
     /// on the blocking-I/O pool.
     static func contents(of path: String, capacity: Int) async throws -> ByteBuffer {
         if let cached = cachedContents(of: path, capacity: capacity) { return cached }
         return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
-            let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) }
+            let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
             defer { try? SystemCall.close(descriptor) }
             return try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, offset in
                 pread(descriptor, free.baseAddress, free.count, offset)

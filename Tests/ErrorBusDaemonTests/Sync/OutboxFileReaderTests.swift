@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import NIOCore
+import Synchronization
 import Testing
 
 /// Outbox files are read on the calling thread when the kernel's caches hold them, and on the
@@ -44,6 +45,27 @@ import Testing
         }
         #expect(error?.errnoCode == ENOENT)
         #expect(error?.path == scratch.file("missing.bin"))
+    }
+
+    /// A FIFO put in a file's place after it was queued: reading it, or hashing it, answers (an
+    /// error or nothing) instead of waiting for a writer. Should an open wait after all, a
+    /// writer comes after 10 s, so that the test fails rather than hangs.
+    @Test func aFIFOInAFilesPlaceDoesNotHoldTheThread() async throws {
+        let scratch = try ScratchDirectory("reader")
+        let path = scratch.file("item.bin")
+        try #require(mkfifo(path, 0o600) == 0)
+        let rescued = Mutex(false)
+        let rescue = DispatchWorkItem {
+            rescued.withLock { $0 = true }
+            let descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+            if descriptor >= 0 { close(descriptor) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: rescue)
+        defer { rescue.cancel() }
+
+        _ = try? await OutboxFileReader.contents(of: path, capacity: 10)
+        _ = try? ContentKey.of(fileAt: path)
+        #expect(!rescued.withLock { $0 }, "an open waited for a writer")
     }
 
     static func write(_ content: [UInt8], in scratch: borrowing ScratchDirectory) throws -> String {
