@@ -25,8 +25,10 @@ enum OutboxFileReader {
         return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
             let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
             defer { try? SystemCall.close(descriptor) }
-            return try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, offset in
-                pread(descriptor, free.baseAddress, free.count, offset)
+            // read(2), not pread(2): what is not a regular file any more (a FIFO put in the
+            // file's place) reads as empty, a changed file, rather than failing with ESPIPE.
+            return try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, _ in
+                read(descriptor, free.baseAddress, free.count)
             }
         }
     }

@@ -47,9 +47,10 @@ import Testing
         #expect(error?.path == scratch.file("missing.bin"))
     }
 
-    /// A FIFO put in a file's place after it was queued: reading it, or hashing it, answers (an
-    /// error or nothing) instead of waiting for a writer. Should an open wait after all, a
-    /// writer comes after 10 s, so that the test fails rather than hangs.
+    /// A FIFO put in a file's place after it was queued: reading it, or hashing it, answers at
+    /// once, empty (the uploader then sees a file that changed), instead of waiting for a
+    /// writer. Should an open wait after all, a writer comes after 10 s, so that the test fails
+    /// rather than hangs.
     @Test func aFIFOInAFilesPlaceDoesNotHoldTheThread() async throws {
         let scratch = try ScratchDirectory("reader")
         let path = scratch.file("item.bin")
@@ -63,9 +64,11 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: rescue)
         defer { rescue.cancel() }
 
-        _ = try? await OutboxFileReader.contents(of: path, capacity: 10)
-        _ = try? ContentKey.of(fileAt: path)
+        let read = try await OutboxFileReader.contents(of: path, capacity: 10)
+        let key = try ContentKey.of(fileAt: path)
         #expect(!rescued.withLock { $0 }, "an open waited for a writer")
+        #expect(read.readableBytes == 0)
+        #expect(key == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "the SHA-256 of nothing")
     }
 
     static func write(_ content: [UInt8], in scratch: borrowing ScratchDirectory) throws -> String {
