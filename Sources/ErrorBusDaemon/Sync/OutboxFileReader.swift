@@ -23,7 +23,7 @@ enum OutboxFileReader {
     static func contents(of path: String, capacity: Int) async throws -> ByteBuffer {
         if let cached = cachedContents(of: path, capacity: capacity) { return cached }
         return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
-            let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+            let descriptor = try open(path)
             defer { try? SystemCall.close(descriptor) }
             // read(2), not pread(2): what is not a regular file any more (a FIFO put in the
             // file's place) reads as empty, a changed file, rather than failing with ESPIPE.
@@ -31,6 +31,12 @@ enum OutboxFileReader {
                 read(descriptor, free.baseAddress, free.count)
             }
         }
+    }
+
+    /// Opens an outbox file for reading, with `O_NONBLOCK` (above). May wait for a disk or a
+    /// server: call it on the I/O pool.
+    static func open(_ path: String) throws(SystemCallError) -> CInt {
+        try SystemCall.check("open", path: path) { Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
     }
 
     /// At most `capacity` bytes of the file if the kernel has its path and every page of it in

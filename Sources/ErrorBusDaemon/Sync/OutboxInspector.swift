@@ -136,9 +136,7 @@ enum ContentKey {
     }
 
     private static func hash(fileAt path: String) throws(SystemCallError) -> SHA256.Digest {
-        // O_NONBLOCK: a FIFO put in the file's place after it was looked at must not hold the
-        // thread until a writer comes (a regular file reads the same).
-        let descriptor = try SystemCall.check("open", path: path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        let descriptor = try OutboxFileReader.open(path)
         defer { close(descriptor) }
         var hasher = SHA256()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)

@@ -49,19 +49,21 @@ import Testing
 
     /// A FIFO put in a file's place after it was queued: reading it, or hashing it, answers at
     /// once, empty (the uploader then sees a file that changed), instead of waiting for a
-    /// writer. Should an open wait after all, a writer comes after 10 s, so that the test fails
-    /// rather than hangs.
+    /// writer. Should an open wait after all, a writer comes and goes every second from 10 s on
+    /// (each open that waits needs one), so that the test fails rather than hangs.
     @Test func aFIFOInAFilesPlaceDoesNotHoldTheThread() async throws {
         let scratch = try ScratchDirectory("reader")
         let path = scratch.file("item.bin")
         try #require(mkfifo(path, 0o600) == 0)
         let rescued = Mutex(false)
-        let rescue = DispatchWorkItem {
+        let rescue = DispatchSource.makeTimerSource(queue: .global())
+        rescue.setEventHandler {
             rescued.withLock { $0 = true }
             let descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
             if descriptor >= 0 { close(descriptor) }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: rescue)
+        rescue.schedule(deadline: .now() + 10, repeating: 1)
+        rescue.resume()
         defer { rescue.cancel() }
 
         let read = try await OutboxFileReader.contents(of: path, capacity: 10)
