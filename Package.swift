@@ -108,7 +108,9 @@ let package = Package(
             name: "errorbusd",
             dependencies: [
                 "ErrorBusDaemon",
+                "ErrorBusControl",
                 "Systemd",
+                "Varlink",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -399,7 +399,33 @@ extension Control {
         }
     }
 
-    /// The parameters of errors that only say why (`InvalidTarget`, `ReloadFailed`, …).
+    /// The parameters of `ConfigurationUnusable` and `ReloadFailed`: a configuration errorbusd
+    /// cannot run with, where and why.
+    public struct ConfigurationProblem: Codable, Sendable, Equatable {
+        /// The configuration file, when the problem is in one.
+        public var file: String?
+        /// The 1-based line in `file`, when known.
+        public var line: Int?
+        /// The key at fault, dot-separated (`sync.concurrency`).
+        public var key: String?
+        /// The environment variable the bad value came from, when it came from one.
+        public var environmentVariable: String?
+        /// What is wrong.
+        public var reason: String
+        /// All of it in one line: `file:line: key: reason`.
+        public var text: String
+
+        public init(file: String? = nil, line: Int? = nil, key: String? = nil, environmentVariable: String? = nil, reason: String, text: String) {
+            self.file = file
+            self.line = line
+            self.key = key
+            self.environmentVariable = environmentVariable
+            self.reason = reason
+            self.text = text
+        }
+    }
+
+    /// The parameters of errors that only say why (`InvalidTarget`, `StoreUnavailable`).
     public struct Problem: Codable, Sendable, Equatable {
         public var reason: String
         public init(reason: String) { self.reason = reason }

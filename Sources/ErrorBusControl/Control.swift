@@ -155,10 +155,17 @@ public enum Control {
     )
 
     /// `ReloadFailed`
-    public static let reloadFailed = VarlinkErrorDeclaration<Problem>(
+    public static let reloadFailed = VarlinkErrorDeclaration<ConfigurationProblem>(
         interface: interfaceName,
         name: "ReloadFailed",
         documentation: "The configuration did not load; the running one is kept."
+    )
+
+    /// `ConfigurationUnusable`
+    public static let configurationUnusable = VarlinkErrorDeclaration<ConfigurationProblem>(
+        interface: interfaceName,
+        name: "ConfigurationUnusable",
+        documentation: "errorbusd cannot start: its configuration cannot be used. Every call made while it\nwas starting is answered with this error, then it exits with status 78. Fix the\nconfiguration, then restart errorbusd (systemctl restart errorbusd)."
     )
 
     /// `StoreUnavailable`
@@ -183,7 +190,7 @@ public enum Control {
                     .method(retry), .method(discard), .method(cancel), .method(pause), .method(resume),
                     .method(reauthenticate), .method(reload), .method(getMetrics),
                     .error(noSuchIncident), .error(noSuchJob), .error(noSuchService), .error(permissionDenied),
-                    .error(invalidTarget), .error(reloadFailed), .error(storeUnavailable),
+                    .error(invalidTarget), .error(reloadFailed), .error(configurationUnusable), .error(storeUnavailable),
                 ]
             )
         } catch {

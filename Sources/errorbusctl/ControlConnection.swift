@@ -29,6 +29,8 @@ enum ControlConnection {
             }
         } catch let error as VarlinkError {
             throw fail(message(for: error), exitCode(for: error))
+        } catch let error as VarlinkClientError where error.code == .connectionClosed {
+            throw fail("errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd", ExitStatus.notRunning)
         } catch let error as VarlinkClientError {
             throw fail("errorbusd did not answer properly: \(error)", ExitStatus.failure)
         }
@@ -43,6 +45,9 @@ enum ControlConnection {
         }
         if error.name == "org.varlink.service.InvalidParameter" || Control.invalidTarget.matches(error) {
             return ExitStatus.usage
+        }
+        if Control.configurationUnusable.matches(error) {
+            return ExitStatus.configurationUnusable
         }
         return ExitStatus.failure
     }
@@ -65,7 +70,10 @@ enum ControlConnection {
             return "invalid target: \(problem.reason)"
         }
         if let problem = try? Control.reloadFailed.parameters(of: error) {
-            return "reload failed: \(problem.reason)"
+            return "reload failed, the running configuration is kept: \(problem.text)"
+        }
+        if let problem = try? Control.configurationUnusable.parameters(of: error) {
+            return "errorbusd cannot start, its configuration is unusable: \(problem.text). Fix it, then: systemctl restart errorbusd"
         }
         if error.name == "io.errorbus.varlink.TooManyConnections" {
             return "errorbusd has as many control connections as it takes (control.max-connections); try again later"

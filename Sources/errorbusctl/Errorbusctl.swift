@@ -1,4 +1,6 @@
 import ArgumentParser
+import ErrorBusControl
+import Foundation
 
 /// `errorbusctl`: see and steer errorbusd through its control socket (`io.errorbus.Control`).
 @main
@@ -20,9 +22,12 @@ struct Errorbusctl: AsyncParsableCommand {
               1   failure: any other error the daemon answered, e.g. a reload that failed
               4   not found: no such incident, job or service
               64  usage: invalid arguments
-              69  errorbusd is not running (nothing listens on the socket)
+              69  errorbusd is not running (nothing listens on the socket, or it stopped
+                  without answering)
               77  permission denied (socket or method)
+              78  errorbusd cannot start: its configuration is unusable (the reason is printed)
             """,
+        version: ErrorBusVersion.current,
         subcommands: [
             Status.self, Incidents.self, IncidentCommand.self, Jobs.self, Dead.self,
             Retry.self, Discard.self, Cancel.self, Pause.self, Resume.self, Reauth.self, Reload.self,
@@ -30,6 +35,43 @@ struct Errorbusctl: AsyncParsableCommand {
         ],
         defaultSubcommand: Status.self
     )
+
+    /// The options every command takes, given before the command's name
+    /// (`errorbusctl --json status`); each command declares them too, for after its name.
+    @OptionGroup var options: GlobalOptions
+
+    /// The commands' names, as typed.
+    static var commandNames: [String] {
+        configuration.subcommands.map { $0._commandName } + ["help"]
+    }
+
+    static func main() async {
+        if let unknown = unknownCommand(in: Array(CommandLine.arguments.dropFirst())) {
+            let names = commandNames.joined(separator: ", ")
+            FileHandle.standardError.write(Data("errorbusctl: unknown command '\(unknown)'. Commands: \(names).\nSee 'errorbusctl --help'.\n".utf8))
+            Self.exit(withError: ExitStatus.usage)
+        }
+        // swift-argument-parser's own entry point, as `@main` would call it.
+        await main(nil)
+    }
+
+    /// The first argument that is neither an option (nor an option's value) nor a command's name:
+    /// without this, the default command (status) would take it and print its own usage.
+    static func unknownCommand(in arguments: [String]) -> String? {
+        var index = arguments.startIndex
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            if argument == "--" { return nil }
+            if argument.hasPrefix("-") {
+                // The only option before a command that takes a value.
+                if argument == "--socket" { index += 1 }
+                index += 1
+                continue
+            }
+            return commandNames.contains(argument) ? nil : argument
+        }
+        return nil
+    }
 }
 
 /// The options every command takes.

@@ -12,4 +12,7 @@ enum ExitStatus {
     static let notRunning = ExitCode(69)
     /// Not allowed to open the socket or call the method (`EX_NOPERM`).
     static let permissionDenied = ExitCode(77)
+    /// errorbusd cannot run with its configuration (`EX_CONFIG`, the status errorbusd itself
+    /// exits with then).
+    static let configurationUnusable = ExitCode(78)
 }

@@ -1,10 +1,12 @@
 import ArgumentParser
+import ErrorBusControl
 import ErrorBusDaemon
 import Foundation
 import Logging
 import Metrics
 import Prometheus
 import Systemd
+import Varlink
 
 /// errorbusd: keeps a host's background work with a remote API going through outages.
 @main
@@ -38,7 +40,10 @@ struct Errorbusd: AsyncParsableCommand {
             configuration = try DaemonConfiguration.load(file: config, environment: environment)
         } catch {
             FileHandle.standardError.write(Data("errorbusd: \(error)\n".utf8))
-            if !checkConfig { try? notifier.failing(errno: EINVAL, status: "configuration unusable: \(error)") }
+            if !checkConfig {
+                try? notifier.failing(errno: EINVAL, status: "configuration unusable: \(error)")
+                Self.answerWaitingControlCalls(with: error)
+            }
             throw ExitCode(ConfigurationError.exitCode)
         }
         if checkConfig {
@@ -65,6 +70,22 @@ struct Errorbusd: AsyncParsableCommand {
             logger.critical("errorbusd stopped on an error: \(error)")
             try? notifier.failing(errno: Daemon.errnoCode(of: error), status: "failed: \(error)")
             throw error
+        }
+    }
+
+    /// Tells the clients whose calls started errorbusd by socket activation why it cannot run.
+    ///
+    /// Without an answer they would see their connection reset, and the calls left queued on the
+    /// socket would make systemd start errorbusd again at once, until its start limit failed the
+    /// socket unit and took the control socket away.
+    static func answerWaitingControlCalls(with error: ConfigurationError) {
+        guard let socket = try? SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName) else { return }
+        let answered = VarlinkServer.answerPendingCalls(
+            on: socket.fileDescriptor,
+            with: Control.configurationUnusable.error(Control.ConfigurationProblem(error))
+        )
+        if answered > 0 {
+            FileHandle.standardError.write(Data("errorbusd: told \(answered) control client(s) that the configuration is unusable\n".utf8))
         }
     }
 

@@ -1,4 +1,4 @@
-import ErrorBusDaemon
+import ErrorBusControl
 import Testing
 
 @Suite struct VersionTests {

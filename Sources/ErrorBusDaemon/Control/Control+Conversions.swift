@@ -1,5 +1,5 @@
 import ErrorBus
-import ErrorBusControl
+public import ErrorBusControl
 import Foundation
 
 /// ISO 8601 in UTC, to the millisecond, as every time of `io.errorbus.Control` is written: a
@@ -132,6 +132,20 @@ extension Control.Event {
             incident: event.incident.map { Control.Incident($0, now: now) },
             job: event.job.map { "\($0.service)/\($0.id)" },
             reason: event.reason
+        )
+    }
+}
+
+extension Control.ConfigurationProblem {
+    /// A configuration errorbusd cannot run with, as the control interface tells it.
+    public init(_ error: ConfigurationError) {
+        self.init(
+            file: error.file,
+            line: error.line,
+            key: error.key,
+            environmentVariable: error.environmentVariable,
+            reason: error.reason,
+            text: error.description
         )
     }
 }

@@ -78,8 +78,10 @@ struct ControlService: Sendable {
             }
         }
         try implementMutating(Control.reload, in: &router) { _ in
-            guard await reload.reload() else {
-                throw Control.reloadFailed.error(.init(reason: "the configuration did not load; errorbusd's log says why"))
+            do throws(ConfigurationError) {
+                try await reload.reload()
+            } catch {
+                throw Control.reloadFailed.error(.init(error))
             }
             return VarlinkEmpty()
         }

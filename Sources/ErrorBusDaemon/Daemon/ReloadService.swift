@@ -39,13 +39,14 @@ actor ReloadService: Service {
 
     func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-            await reload()
+            // A configuration that does not load is logged, and the running one kept.
+            try? await reload()
         }
     }
 
-    /// Reads the configuration again and applies what can change while running.
-    @discardableResult
-    func reload() async -> Bool {
+    /// Reads the configuration again and applies what can change while running; throws, and
+    /// keeps the running configuration, when the new one cannot be used.
+    func reload() async throws(ConfigurationError) {
         manager.send(.reloading())
         // READY=1 again whatever the outcome: a broken configuration leaves the running one.
         defer { manager.send(.ready) }
@@ -54,7 +55,7 @@ actor ReloadService: Service {
             next = try DaemonConfiguration.load(file: file, environment: environment)
         } catch {
             logger.error("reload failed, keeping the running configuration: \(error)")
-            return false
+            throw error
         }
         for change in Self.restartOnly(from: current, to: next) {
             logger.warning("\(change) changed: it applies when errorbusd restarts")
@@ -64,7 +65,6 @@ actor ReloadService: Service {
         await loader.update(.init(next))
         current = next
         logger.notice("configuration reloaded", metadata: ["file": "\(file ?? "(none)")"])
-        return true
     }
 
     /// Settings that a running daemon cannot take over.

@@ -274,6 +274,10 @@ public final class VarlinkClient {
             throw fail(error)
         } catch let error as VarlinkFrameDecoder.MessageTooLarge {
             throw fail(VarlinkClientError(.protocolViolation, "a reply exceeded \(error.maximumMessageSize) bytes"))
+        } catch let error as IOError {
+            // NIO's own description repeats the call's name and a stray parenthesis; the errno's
+            // text is what a person can act on.
+            throw fail(VarlinkClientError(.connectionClosed, errno: error.errnoCode, "the connection failed: \(String(cString: strerror(error.errnoCode)))"))
         } catch {
             throw fail(VarlinkClientError(.connectionClosed, "the connection failed: \(error)"))
         }

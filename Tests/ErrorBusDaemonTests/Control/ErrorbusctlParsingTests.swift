@@ -28,9 +28,25 @@ import Testing
             #expect(parsed.options.socket == "/tmp/x.sock", "\(command)")
             #expect(parsed.options.json, "\(command)")
         }
+        // Before the command's name as well as after it.
+        for command in ["status", "incidents", "incident 1", "jobs", "retry 1", "reload"] {
+            let arguments = ["--json", "--socket", "/tmp/y.sock"] + command.split(separator: " ").map(String.init)
+            let parsed = try #require(try Errorbusctl.parseAsRoot(arguments) as? any ControlCommand)
+            #expect(parsed.options.socket == "/tmp/y.sock", "\(command)")
+            #expect(parsed.options.json, "\(command)")
+        }
         let status = try #require(try Errorbusctl.parseAsRoot([]) as? Status)
         #expect(status.options.socket == "/run/errorbusd/io.errorbus.Control")
         #expect(!status.options.json)
+    }
+
+    @Test func anUnknownCommandIsNamedNotTakenForStatus() {
+        #expect(Errorbusctl.unknownCommand(in: ["bogus"]) == "bogus")
+        #expect(Errorbusctl.unknownCommand(in: ["--json", "--socket", "/x", "bogus"]) == "bogus")
+        #expect(Errorbusctl.unknownCommand(in: ["--socket", "status"]) == nil)
+        #expect(Errorbusctl.unknownCommand(in: ["--json", "status", "bogus"]) == nil)
+        #expect(Errorbusctl.unknownCommand(in: []) == nil)
+        #expect(Errorbusctl.unknownCommand(in: ["help", "retry"]) == nil)
     }
 
     @Test func jobsChecksItsFilter() throws {

@@ -387,6 +387,26 @@ struct ControlIntegrationTests {
             let reload = try await Self.ctl(daemon, "reload")
             #expect(reload.status == 0, "\(reload.standardError)")
             try await daemon.waitForLog("configuration reloaded")
+
+            // A configuration that does not load: the reply says where and why.
+            let good = try String(contentsOfFile: daemon.configurationFile, encoding: .utf8)
+            try (good + "\nbogus-key: 1\n").write(toFile: daemon.configurationFile, atomically: true, encoding: .utf8)
+            let failed = try await Self.ctl(daemon, "reload")
+            #expect(failed.status == 1)
+            #expect(failed.standardError.contains("reload failed, the running configuration is kept: \(daemon.configurationFile):"), "\(failed.standardError)")
+            #expect(failed.standardError.contains("bogus-key"), "\(failed.standardError)")
+            let problem = try await Self.varlink(daemon) { client -> Control.ConfigurationProblem? in
+                do {
+                    _ = try await client.call(Control.reload)
+                    return nil
+                } catch let error as VarlinkError {
+                    return try Control.reloadFailed.parameters(of: error)
+                }
+            }
+            #expect(problem?.file == daemon.configurationFile)
+            #expect(problem?.key == "bogus-key")
+            #expect(problem?.line != nil)
+            try good.write(toFile: daemon.configurationFile, atomically: true, encoding: .utf8)
             let tokensBefore = try await sandbox.stats().tokens.requests
             let reauth = try Self.json(Control.Reauthentication.self, try await Self.ctl(daemon, "reauth", "--json"))
             #expect(reauth.outcome == "renewed")
@@ -484,6 +504,46 @@ struct ControlIntegrationTests {
             #expect(finished.status == 0, "\(finished.standardError)")
             #expect(finished.standardOutput == #"{"services": ["sync", "loader", "auth"], "total": 0, "error": "io.errorbus.Control.NoSuchIncident"}"# + "\n")
         }
+    }
+
+    @Test func aBadConfigurationIsToldToTheCallThatStartedErrorbusd() async throws {
+        let scratch = try ScratchDirectory("activation-bad")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        let broken = scratch.file("broken.yaml")
+        let good = try String(contentsOfFile: daemon.configurationFile, encoding: .utf8)
+        try (good + "\nsync-typo: 1\n").write(toFile: broken, atomically: true, encoding: .utf8)
+        let activated = scratch.file("activated.socket")
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            ["--listen=\(activated)", "--fdname=io.errorbus.Control", "-E", "CREDENTIALS_DIRECTORY=\(daemon.environment["CREDENTIALS_DIRECTORY"] ?? "")",
+             Binaries.path("errorbusd"), "--config", broken],
+            environment: daemon.environment
+        )
+        defer { try? FileManager.default.removeItem(atPath: activated) }
+        let listening = await activator.waitForStandardError(containing: "Listening on \(activated)")
+        try #require(listening, "systemd-socket-activate did not start: \(activator.standardError.text)")
+
+        // The call that starts errorbusd is answered with the reason, not reset.
+        let status = try await ChildProcess.run(Binaries.path("errorbusctl"), ["--socket", activated, "status"])
+        #expect(status.status == 78, "\(status.standardError)")
+        #expect(status.standardError.contains("configuration is unusable: \(broken):"), "\(status.standardError)")
+        #expect(status.standardError.contains("sync-typo"), "\(status.standardError)")
+        #expect(status.standardError.split(separator: "\n").count == 1, "one line: \(status.standardError)")
+        let finished = await activator.waitForExit()
+        #expect(finished.status == 78)
+        #expect(finished.standardError.contains("told 1 control client(s)"), "\(finished.standardError)")
+        try await sandbox.stop()
+    }
+
+    @Test func errorbusctlNamesItsCommandsAndVersion() async throws {
+        let unknown = try await ChildProcess.run(Binaries.path("errorbusctl"), ["bogus"])
+        #expect(unknown.status == 64)
+        #expect(unknown.standardError.contains("unknown command 'bogus'"), "\(unknown.standardError)")
+        #expect(unknown.standardError.contains("status, incidents, incident, jobs"), "\(unknown.standardError)")
+        let version = try await ChildProcess.run(Binaries.path("errorbusctl"), ["--version"])
+        #expect(version.status == 0)
+        #expect(version.standardOutput == ErrorBusVersion.current + "\n")
     }
 
     @Test func withoutADaemonErrorbusctlSaysSoAndExits69() async throws {
