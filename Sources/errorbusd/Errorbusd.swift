@@ -37,7 +37,13 @@ struct Errorbusd: AsyncParsableCommand {
         let notifier = environment["NOTIFY_SOCKET"].map { SystemdNotifier(socketPath: $0) } ?? .disabled
         let configuration: DaemonConfiguration
         do {
-            configuration = try DaemonConfiguration.load(file: config, environment: environment)
+            // A check outside the service has no $CREDENTIALS_DIRECTORY: it reads the client secret
+            // where errorbusd.service loads it from, beside the configuration file.
+            configuration = try DaemonConfiguration.load(
+                file: config,
+                environment: environment,
+                credentialSource: checkConfig ? Self.directory(of: config) : nil
+            )
         } catch {
             FileHandle.standardError.write(Data("errorbusd: \(error)\n".utf8))
             if !checkConfig {
@@ -48,6 +54,16 @@ struct Errorbusd: AsyncParsableCommand {
         }
         if checkConfig {
             print("\(config): the configuration can be used")
+            switch configuration.auth.clientSecretSource {
+            case .credentialSource(let name, let path):
+                print("client secret: \(path) (errorbusd.service loads it as its credential \"\(name)\")")
+            case .credential(let name, let path):
+                print("client secret: the credential \"\(name)\" (\(path))")
+            case .file(let path):
+                print("client secret: \(path) (auth.client-secret-file)")
+            case .given:
+                break
+            }
             return
         }
         Self.bootstrapLogging(level: configuration.log.level)
@@ -71,6 +87,12 @@ struct Errorbusd: AsyncParsableCommand {
             try? notifier.failing(errno: Daemon.errnoCode(of: error), status: "failed: \(error)")
             throw error
         }
+    }
+
+    /// The absolute directory `file` is in.
+    static func directory(of file: String) -> String {
+        let absolute = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
+        return URL(fileURLWithPath: absolute).deletingLastPathComponent().path
     }
 
     /// Tells the clients whose calls started errorbusd by socket activation why it cannot run.

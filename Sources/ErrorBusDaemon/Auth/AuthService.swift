@@ -23,6 +23,9 @@ actor AuthService: Authenticator, Service {
         var realm: String
         var clientID: String
         var clientSecret: String
+        /// What an operator does about a refused secret, where it came from: a credential needs a
+        /// restart, a file a reload.
+        var secretFix: String
         var refreshMargin: Duration
         var requestTimeout: Duration
     }
@@ -48,6 +51,8 @@ actor AuthService: Authenticator, Service {
     private let logger: Logger
     private let clock = ContinuousClock()
     private var token: Token?
+    /// Whether the refusal of the current credentials has been logged.
+    private var rejectionLogged = false
     /// Callers waiting for the refresh under way; `nil` when none is.
     private var waiters: [CheckedContinuation<Attempt, Never>]?
     /// One element per token obtained, however it was asked for.
@@ -127,6 +132,7 @@ actor AuthService: Authenticator, Service {
         self.settings = settings
         if credentialsChanged {
             token = nil
+            rejectionLogged = false
             // Ask at once: work waiting for an operator after refused credentials may now go.
             renewed.yield()
         }
@@ -144,10 +150,15 @@ actor AuthService: Authenticator, Service {
         switch attempt {
         case .token(let token):
             self.token = token
+            rejectionLogged = false
             renewed.yield()
             logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now.duration(to: token.expiresAt))"])
         case .rejected(let text):
-            logger.error("\(text.title): \(text.message) \(text.next ?? "")")
+            // Once until a token is issued: the realm's incident tells the rest of the story.
+            if !rejectionLogged {
+                rejectionLogged = true
+                logger.error("\(text.title): \(text.message) \(text.next ?? "")")
+            }
         case .unavailable(_, let reason):
             logger.warning("no access token: \(reason)")
         }
@@ -164,7 +175,7 @@ actor AuthService: Authenticator, Service {
             return .rejected(OperatorText(
                 title: "Credentials rejected",
                 message: "The token endpoint \(settings.tokenURL) refused client \"\(settings.clientID)\": \(failure.operatorText.message)",
-                next: "Fix the client secret (the \"client-secret\" credential or auth.client-secret-file), then reload errorbusd; waiting work resumes once a token is issued."
+                next: "\(settings.secretFix); waiting work resumes once a token is issued."
             ))
         } catch let failure as any CategorizedError {
             return .unavailable(failure, reason: failure.operatorText.message)

@@ -22,7 +22,11 @@ extension DaemonConfiguration {
     ///
     /// Errors name the key but not where its value came from; ``load(file:environment:)`` adds
     /// the file and line, or the environment variable.
-    public init(reader: ConfigReader, environment: [String: String] = [:]) throws(ConfigurationError) {
+    ///
+    /// `credentialSource` is for `errorbusd --check-config` run outside the service: where there
+    /// is no `$CREDENTIALS_DIRECTORY`, the credential is read from the directory the installed
+    /// unit loads it from (`/etc/errorbusd`), so that a correct installation checks as correct.
+    public init(reader: ConfigReader, environment: [String: String] = [:], credentialSource: String? = nil) throws(ConfigurationError) {
         let settings = SettingReader(reader: reader)
         let systemd = try SystemdDirectoryEnvironment(environment: environment)
         self.init(
@@ -37,10 +41,11 @@ extension DaemonConfiguration {
             bus: try Self.bus(settings)
         )
         // Last, so a typo elsewhere is reported before a secret that is not there yet.
-        auth.clientSecret = try Auth.readSecret(
+        (auth.clientSecret, auth.clientSecretSource) = try Auth.readSecret(
             file: auth.clientSecretFile,
             credentialName: auth.credentialName,
-            credentialsDirectory: systemd.credentials
+            credentialsDirectory: systemd.credentials,
+            credentialSource: credentialSource
         )
     }
 
@@ -217,16 +222,28 @@ extension DaemonConfiguration.Auth {
         )
     }
 
-    /// The secret from `file`, else from `credentialsDirectory/credentialName`.
-    fileprivate static func readSecret(file: String?, credentialName: String, credentialsDirectory: String?) throws(ConfigurationError) -> Secret {
-        let path: String
+    /// The secret from `file`, else from `credentialsDirectory/credentialName`, else (a
+    /// configuration check outside the service) from `credentialSource/credentialName`; and
+    /// where it came from.
+    fileprivate static func readSecret(
+        file: String?,
+        credentialName: String,
+        credentialsDirectory: String?,
+        credentialSource: String?
+    ) throws(ConfigurationError) -> (Secret, SecretSource) {
+        let source: SecretSource
         let key: String
         let what: String
         if let file {
-            (path, key, what) = (file, "auth.client-secret-file", "the client secret file \(file)")
+            (source, key, what) = (.file(file), "auth.client-secret-file", "the client secret file \(file)")
         } else if let credentialsDirectory {
-            path = credentialsDirectory + "/" + credentialName
+            let path = credentialsDirectory + "/" + credentialName
+            source = .credential(name: credentialName, path: path)
             (key, what) = ("auth.credential-name", "the credential \(path) ($CREDENTIALS_DIRECTORY/\(credentialName))")
+        } else if let credentialSource {
+            let path = credentialSource + "/" + credentialName
+            source = .credentialSource(name: credentialName, path: path)
+            (key, what) = ("auth.credential-name", "the client secret \(path), which errorbusd.service loads as its credential \"\(credentialName)\"")
         } else {
             throw ConfigurationError(
                 key: "auth.client-secret-file",
@@ -236,13 +253,21 @@ extension DaemonConfiguration.Auth {
                     """
             )
         }
+        let path: String
+        switch source {
+        case .file(let file): path = file
+        case .credential(_, let copy), .credentialSource(_, let copy): path = copy
+        case .given: path = ""
+        }
         let bytes: [UInt8]
         do {
             bytes = try ConfigurationFile.read(path, limit: 65_536)
         } catch {
             var reason = "cannot read \(what): \(error)"
-            if file == nil {
-                reason += "; does the unit have LoadCredential=\(credentialName):PATH?"
+            switch source {
+            case .credential: reason += "; does the unit have LoadCredential=\(credentialName):PATH?"
+            case .credentialSource: reason += "; put the API's client secret there (owned by root, mode 0600)"
+            default: break
             }
             throw ConfigurationError(key: key, reason: reason)
         }
@@ -253,9 +278,22 @@ extension DaemonConfiguration.Auth {
             secret.removeLast()
         }
         guard !secret.isEmpty else {
+            if case .credential = source {
+                // errorbusd.service has SetCredential=client-secret: (empty) as the fallback of its
+                // LoadCredential=, so that a missing file reaches errorbusd, which can say what to
+                // do, instead of failing the start with systemd's "243/CREDENTIALS" in a loop.
+                throw ConfigurationError(
+                    key: key,
+                    reason: """
+                        no client secret: the credential \"\(credentialName)\" is empty, so the file it is loaded from is \
+                        missing or empty (\(Self.installedCredentialFile) for errorbusd.service). Put the API's client \
+                        secret there (owned by root, mode 0600), then: systemctl restart errorbusd
+                        """
+                )
+            }
             throw ConfigurationError(key: key, reason: "\(what) is empty")
         }
-        return Secret(secret)
+        return (Secret(secret), source)
     }
 }
 

@@ -26,7 +26,9 @@ extension DaemonConfiguration {
     ///   - environment: The process environment (`ProcessInfo.processInfo.environment`):
     ///     `ERRORBUSD_*` overrides, and systemd's `STATE_DIRECTORY`, `RUNTIME_DIRECTORY` and
     ///     `CREDENTIALS_DIRECTORY`. Nothing else in it is read.
-    public static func load(file: String?, environment: [String: String]) throws(ConfigurationError) -> DaemonConfiguration {
+    ///   - credentialSource: For `--check-config` outside the service: where the installed unit
+    ///     loads the client secret credential from, read when `$CREDENTIALS_DIRECTORY` is not set.
+    public static func load(file: String?, environment: [String: String], credentialSource: String? = nil) throws(ConfigurationError) -> DaemonConfiguration {
         let environmentProvider = EnvironmentVariablesProvider(environmentVariables: environment)
             .prefixKeys(with: ConfigKey(ConfigurationKeys.environmentPrefix))
         try checkEnvironment(environment, provider: environmentProvider)
@@ -41,7 +43,7 @@ extension DaemonConfiguration {
         }
 
         do {
-            return try DaemonConfiguration(reader: ConfigReader(providers: providers), environment: environment)
+            return try DaemonConfiguration(reader: ConfigReader(providers: providers), environment: environment, credentialSource: credentialSource)
         } catch {
             throw attribute(error, file: file, outline: outline, environmentProvider: environmentProvider)
         }

@@ -8,6 +8,7 @@ extension AuthService.Settings {
             realm: api.realm,
             clientID: configuration.auth.clientID,
             clientSecret: configuration.auth.clientSecret.value,
+            secretFix: configuration.auth.clientSecretSource.fix,
             refreshMargin: configuration.auth.refreshMargin,
             requestTimeout: api.requestTimeout
         )

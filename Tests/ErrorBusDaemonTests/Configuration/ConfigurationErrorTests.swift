@@ -1,4 +1,5 @@
 import ErrorBusDaemon
+import Foundation
 import Testing
 
 /// Every kind of bad configuration is one line naming the file (and line) or the variable, the
@@ -319,9 +320,55 @@ import Testing
         }
     }
 
-    private func loadError(file: String?, environment: [String: String]) async -> ConfigurationError? {
+    @Test func anEmptyCredentialSaysWhichFileToCreateAndToRestart() async throws {
+        try await ConfigurationFixture.with { fixture in
+            // What errorbusd.service's SetCredential=client-secret: hands over when
+            // /etc/errorbusd/client-secret is missing.
+            let directory = fixture.directory + "/credentials"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try "".write(toFile: directory + "/client-secret", atomically: true, encoding: .utf8)
+            let error = try #require(await loadError(file: nil, environment: ["CREDENTIALS_DIRECTORY": directory]))
+            #expect(error.key == "auth.credential-name")
+            #expect(error.reason.contains("/etc/errorbusd/client-secret"), "\(error)")
+            #expect(error.reason.contains("systemctl restart errorbusd"), "\(error)")
+        }
+    }
+
+    @Test func aCheckOutsideTheServiceReadsTheSecretWhereTheUnitLoadsIt() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let source = fixture.directory + "/etc"
+            try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+            // Missing: the error names the file and what to put there.
+            let missing = try #require(await loadError(file: nil, environment: [:], credentialSource: source))
+            #expect(missing.key == "auth.credential-name")
+            #expect(missing.reason.contains("\(source)/client-secret, which errorbusd.service loads as its credential"), "\(missing)")
+            // Present: the configuration loads, and says where the secret came from.
+            try "s3cret\n".write(toFile: source + "/client-secret", atomically: true, encoding: .utf8)
+            let loaded = try DaemonConfiguration.load(file: nil, environment: [:], credentialSource: source)
+            #expect(loaded.auth.clientSecret.value == "s3cret")
+            #expect(loaded.auth.clientSecretSource == .credentialSource(name: "client-secret", path: source + "/client-secret"))
+            // $CREDENTIALS_DIRECTORY, when set, wins: inside the service the copy is what counts.
+            let credentials = fixture.directory + "/credentials"
+            try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+            try "other".write(toFile: credentials + "/client-secret", atomically: true, encoding: .utf8)
+            let inService = try DaemonConfiguration.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials], credentialSource: source)
+            #expect(inService.auth.clientSecret.value == "other")
+        }
+    }
+
+    @Test func theFixForARefusedSecretIsTheOneThatWorksWhereItCameFrom() {
+        typealias Source = DaemonConfiguration.Auth.SecretSource
+        let credential = Source.credential(name: "client-secret", path: "/run/credentials/errorbusd.service/client-secret").fix
+        #expect(credential.contains("systemctl restart errorbusd"))
+        #expect(credential.contains("/etc/errorbusd/client-secret"))
+        #expect(!credential.contains("then reload"))
+        let file = Source.file("/etc/errorbusd/secret").fix
+        #expect(file.contains("/etc/errorbusd/secret, then reload errorbusd"))
+    }
+
+    private func loadError(file: String?, environment: [String: String], credentialSource: String? = nil) async -> ConfigurationError? {
         do {
-            _ = try DaemonConfiguration.load(file: file, environment: environment)
+            _ = try DaemonConfiguration.load(file: file, environment: environment, credentialSource: credentialSource)
             return nil
         } catch {
             return error

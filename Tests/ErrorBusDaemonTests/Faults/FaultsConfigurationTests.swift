@@ -92,12 +92,13 @@ extension Faults {
                 #expect(finished.standardError.contains(key), "\(what): \(finished.standardError)")
             }
 
-            // No secret anywhere.
+            // No secret anywhere: outside the service the check looks beside the file, where
+            // errorbusd.service loads the credential from.
             var noSecret = fixture.environment
             noSecret.removeValue(forKey: "CREDENTIALS_DIRECTORY")
             let missing = try await Self.check(valid, environment: noSecret, what: "no secret")
             #expect(missing.status == 78)
-            #expect(missing.standardError.contains("auth.client-secret-file"))
+            #expect(missing.standardError.contains("auth.credential-name: cannot read the client secret \(fixture.scratch.file("client-secret"))"), "\(missing.standardError)")
 
             // A directory where the file should be.
             let directory = fixture.scratch.file("a-directory.yaml")

@@ -310,4 +310,19 @@ struct DaemonIntegrationTests {
         let check = try await ChildProcess.run(Binaries.path("errorbusd"), ["--config", file, "--check-config"], environment: environment)
         #expect(check.status == 78)
     }
+
+    @Test func checkConfigOutsideTheServiceFindsTheSecretTheUnitLoads() async throws {
+        let scratch = try ScratchDirectory("checkconfig")
+        let file = scratch.file("errorbusd.yaml")
+        try "sync:\n  concurrency: 4\n".write(toFile: file, atomically: true, encoding: .utf8)
+        // Run as an administrator would: no $CREDENTIALS_DIRECTORY, the secret beside the file.
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ERRORBUSD_") && $0.key != "CREDENTIALS_DIRECTORY" }
+        let missing = try await ChildProcess.run(Binaries.path("errorbusd"), ["--check-config", "--config", file], environment: environment)
+        #expect(missing.status == 78)
+        #expect(missing.standardError.contains(scratch.file("client-secret")), "\(missing.standardError)")
+        try "s3cret\n".write(toFile: scratch.file("client-secret"), atomically: true, encoding: .utf8)
+        let check = try await ChildProcess.run(Binaries.path("errorbusd"), ["--check-config", "--config", file], environment: environment)
+        #expect(check.status == 0, "\(check.standardError)")
+        #expect(check.standardOutput.contains("client secret: \(scratch.file("client-secret"))"), "\(check.standardOutput)")
+    }
 }
