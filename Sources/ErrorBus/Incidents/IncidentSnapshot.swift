@@ -85,4 +85,7 @@ public struct Resolution: RawRepresentable, Sendable, Hashable, CustomStringConv
     public static let closed = Resolution(rawValue: "closed")
     /// The bus stopped while it was open.
     public static let shutdown = Resolution(rawValue: "shutdown")
+    /// The process that ran the bus ended while it was open without stopping the bus (a crash,
+    /// `kill -9`, a power loss); closed by the next run.
+    public static let interrupted = Resolution(rawValue: "interrupted")
 }

@@ -62,8 +62,13 @@ public struct Daemon: Sendable {
         let configuration = self.configuration
         try Self.prepareDirectories(configuration)
         let store = try JobStore(directory: configuration.state.directory, logger: logger)
-        let requeued = try store.requeueInterrupted()
-        if requeued > 0 { logger.info("\(requeued) jobs interrupted by the last stop are queued again") }
+        // What the last run left behind, if it ended without stopping (a crash, kill -9, a power
+        // loss): a stop queues its jobs again and ends its incidents itself.
+        let interrupted = try store.requeueInterrupted()
+        if interrupted.total > 0 {
+            logger.notice("\(interrupted.inFlight) uploads under way and \(interrupted.parked) parked jobs of errorbusd's last run, which ended without stopping, are queued again")
+        }
+        IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
         // After a power loss, a delivered job's record may have rolled back while its file's
         // removal did not: such jobs have no file left to send.
         let vanished = try store.reconcileFiles { FileManager.default.fileExists(atPath: $0.path) }
@@ -146,13 +151,28 @@ public struct Daemon: Sendable {
                 logger: logger
             ).withShutdownDeadline(configuration.shutdown.drainTimeout))
             try await group.run()
-            try await store.close()
+            try await Self.stop(store, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
         } catch {
             try? await http.shutdown()
             throw error
         }
         try await http.shutdown()
         logger.info("errorbusd stopped")
+    }
+
+    /// Once every service has stopped: queues again what was cut off or held, ends the
+    /// incidents still open, says so, and closes the store.
+    static func stop(_ store: JobStore, drainTimeout: Duration, logger: Logger) async throws {
+        try await store.flush()
+        let left = try store.requeueInterrupted()
+        if left.inFlight > 0 {
+            logger.warning("\(left.inFlight) uploads were still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: they are queued again for the next start")
+        }
+        if left.parked > 0 {
+            logger.notice("\(left.parked) jobs held by incidents are queued again for the next start")
+        }
+        IncidentLog.tellEnded(try store.closeOpenIncidents(as: .shutdown), how: "as errorbusd stopped", logger: logger)
+        try await store.close()
     }
 
     /// The `errno` that best says why the daemon stopped on `error`, for systemd's `ERRNO=`.

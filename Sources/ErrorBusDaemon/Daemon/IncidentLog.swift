@@ -24,6 +24,29 @@ struct IncidentLog: Service {
     static let escalated = "070b087487244f118d9a75293993bfec"
     /// `MESSAGE_ID` of "incident resolved".
     static let resolved = "922e01c430864cbe9849f334ff057a57"
+    /// `MESSAGE_ID` of "incident ended with errorbusd's run": still open when errorbusd stopped,
+    /// or when a run ended without stopping.
+    static let ended = "d46628f4a1034fc6869d9b3c0893800e"
+
+    /// Tells the end of incidents a run left open (``JobStore/closeOpenIncidents(as:at:)``), one
+    /// entry each, so that every incident's story in the journal has an end.
+    static func tellEnded(_ incidents: [StoredIncident], how: String, logger: Logger) {
+        for incident in incidents {
+            let held = incident.parked == 1 ? "1 job" : "\(incident.parked) jobs"
+            logger.notice(
+                "incident \(incident.id) ended \(how), unresolved (\(incident.state), \(held) held): its jobs are queued again; a cause still there opens a new incident",
+                metadata: [
+                    "MESSAGE_ID": "\(ended)",
+                    "ERRORBUS_INCIDENT": "\(incident.id)",
+                    "ERRORBUS_SERVICE": "\(incident.service)",
+                    "ERRORBUS_CATEGORY": "\(incident.category)",
+                    "ERRORBUS_SCOPE": "\(incident.scope)",
+                    "ERRORBUS_FAILURES": "\(incident.failures)",
+                    "ERRORBUS_JOBS": "\(incident.parked)",
+                ]
+            )
+        }
+    }
 
     /// Wall-clock time (`CLOCK_REALTIME`) in microseconds, `delay` from now.
     static func realtimeMicroseconds(in delay: Duration) -> Int64 {

@@ -18,6 +18,29 @@ extension JobStore {
         }
     }
 
+    /// Closes every incident the history still shows open, as `resolution` at `now`, and
+    /// returns them as they were: the incidents a run of errorbusd ended without recording their
+    /// end. Their jobs are queued again (``requeueInterrupted()``); a cause that is still there
+    /// opens a new incident.
+    ///
+    /// errorbusd calls it when it stops (``Resolution/shutdown``) and when it starts, for a run
+    /// that ended without stopping (``Resolution/interrupted``: a crash, `kill -9`, a power loss).
+    @discardableResult
+    public func closeOpenIncidents(as resolution: Resolution, at now: Date = Date()) throws(StoreError) -> [StoredIncident] {
+        try write("closing the incidents left open") { db in
+            let open = try IncidentRow.filter(Column("resolution") == nil).order(Column("id")).fetchAll(db)
+            let closedAt = Date(storeMilliseconds: now.storeMilliseconds)
+            for var row in open {
+                row.resolution = resolution.rawValue
+                row.state = IncidentState.resolved.rawValue
+                row.updatedAt = closedAt
+                row.closedAt = closedAt
+                try row.update(db)
+            }
+            return open.map(\.incident)
+        }
+    }
+
     /// The incident with this id.
     public func incident(_ id: UInt64) throws(StoreError) -> StoredIncident? {
         try read("reading incident \(id)") { db in

@@ -253,22 +253,27 @@ extension JobStore {
 
     // MARK: Start and housekeeping
 
-    /// At start: every job left `inFlight` or `parked` by the previous run is `queued` again
-    /// (incident cleared, attempts unchanged). Returns how many.
+    /// Every job left `inFlight` or `parked` is `queued` again (incident cleared, attempts
+    /// unchanged). Returns how many of each.
+    ///
+    /// errorbusd calls it when it stops, once its services have, for the uploads the drain
+    /// timeout cut off and the jobs incidents still held; and when it starts, for those of a run
+    /// that ended without stopping.
     @discardableResult
-    public func requeueInterrupted() throws(StoreError) -> Int {
+    public func requeueInterrupted() throws(StoreError) -> InterruptedJobs {
         let now = Date.storeNow().storeMilliseconds
-        let count = try write("requeueing interrupted jobs") { db in
+        return try write("requeueing interrupted jobs") { db in
+            var interrupted = InterruptedJobs()
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job WHERE state IN ('inFlight', 'parked') GROUP BY state") {
+                let state: String = row[0]
+                if state == JobState.inFlight.rawValue { interrupted.inFlight = row[1] } else { interrupted.parked = row[1] }
+            }
             try db.execute(
                 sql: "UPDATE job SET state = 'queued', incident = NULL, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
                 arguments: [now]
             )
-            return db.changesCount
+            return interrupted
         }
-        if count > 0 {
-            logger.info("Jobs interrupted by the last stop are queued again", metadata: ["count": "\(count)"])
-        }
-        return count
     }
 
     /// At start, after a crash of the machine: discards every pending job whose file is gone, so

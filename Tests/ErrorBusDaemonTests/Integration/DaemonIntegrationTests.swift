@@ -270,6 +270,66 @@ struct DaemonIntegrationTests {
         }
     }
 
+    @Test func uploadsCutOffByTheDrainTimeoutAreToldAtStopNotAgainAtStart() async throws {
+        let scratch = try ScratchDirectory("drain")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: ["ERRORBUSD_SHUTDOWN_DRAIN_TIMEOUT": "200ms"])
+        try await daemon.start()
+        // Slower than the drain timeout, quicker than the request timeout (5 s).
+        try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":4000}"#)
+        for number in 0..<5 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+        _ = await sandbox.process.standardError.wait(for: "fault", count: 5)
+        let stopped = try await daemon.stop()
+        #expect(stopped.status == 0, "\(stopped.standardError)")
+        #expect(stopped.standardError.contains("5 uploads were still under way when shutdown.drain-timeout (200 ms) ran out: they are queued again"), "\(stopped.standardError)")
+        #expect(try Self.store(of: daemon).count(.queued) == 5)
+
+        try await sandbox.clearFaults()
+        try await daemon.start()
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        // Told once, at the stop: the start has nothing to say about it.
+        #expect(!daemon.log.contains("queued again"), "\(daemon.log)")
+        #expect(try await sandbox.items().count == 5)
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
+    @Test func anIncidentOpenAtAStopOrACrashEndsInTheHistoryAndTheLog() async throws {
+        let scratch = try ScratchDirectory("incident-ends")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        try await daemon.start()
+        try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+        for number in 0..<3 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
+        try await daemon.waitForLog("parked under incident 1", count: 3)
+
+        // A stop ends it as such.
+        let stopped = try await daemon.stop()
+        #expect(stopped.status == 0)
+        #expect(stopped.standardError.contains("incident 1 ended as errorbusd stopped, unresolved"), "\(stopped.standardError)")
+        #expect(stopped.standardError.contains("3 jobs held by incidents are queued again"), "\(stopped.standardError)")
+        var history = try Self.store(of: daemon).incidents()
+        #expect(history.map(\.id) == [1])
+        #expect(history.first?.resolution == "shutdown")
+        #expect(history.first?.closedAt != nil)
+
+        // A crash cannot: the next start does.
+        try await daemon.start()
+        try await daemon.waitForLog("parked under incident 2", count: 3)
+        #expect(try await daemon.kill().status == 128 + SIGKILL)
+        try await sandbox.clearFaults()
+        try await daemon.start()
+        #expect(daemon.log.contains("incident 2 ended with errorbusd's last run, which ended without stopping, unresolved"), "\(daemon.log)")
+        #expect(daemon.log.contains("0 uploads under way and 3 parked jobs of errorbusd's last run"), "\(daemon.log)")
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        history = try Self.store(of: daemon).incidents()
+        #expect(history.map(\.resolution) == ["shutdown", "interrupted"])
+        #expect(history.allSatisfy { $0.closedAt != nil && $0.state == "resolved" })
+        #expect(try await sandbox.items().count == 3)
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
     @Test func kill9MidUploadThenRestartDeliversEverything() async throws {
         let scratch = try ScratchDirectory("kill9")
         let sandbox = try await SandboxProcess(in: scratch)
@@ -283,7 +343,7 @@ struct DaemonIntegrationTests {
 
         try await sandbox.clearFaults()
         try await daemon.start()
-        try await daemon.waitForLog("interrupted by the last stop are queued again")
+        try await daemon.waitForLog("of errorbusd's last run, which ended without stopping, are queued again")
         try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
         let items = try await sandbox.items()
         #expect(items.count == 30)

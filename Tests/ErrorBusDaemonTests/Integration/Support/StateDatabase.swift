@@ -12,6 +12,13 @@ struct StateDatabase {
         let reason: String?
     }
 
+    struct Incident: Decodable, FetchableRecord {
+        let id: Int64
+        let state: String
+        let resolution: String?
+        let closedAt: Int64?
+    }
+
     private let queue: DatabaseQueue
 
     init(directory: String) throws {
@@ -40,6 +47,11 @@ struct StateDatabase {
             let rows = try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM job GROUP BY state")
             return Dictionary(uniqueKeysWithValues: rows.map { ($0["state"] as String, $0["n"] as Int) })
         }
+    }
+
+    /// The incident history, oldest first.
+    func incidents() throws -> [Incident] {
+        try queue.read { db in try Incident.fetchAll(db, sql: "SELECT id, state, resolution, closedAt FROM incident ORDER BY id") }
     }
 
     /// SQLite's `PRAGMA integrity_check`: `["ok"]` for a sound database.
