@@ -64,7 +64,7 @@ extension ErrorBus {
         let failure = Failure(
             category: .fatal,
             scope: service,
-            cause: "pausedByOperator",
+            cause: Self.operatorPauseCause,
             service: service,
             text: OperatorText(
                 title: "Paused by operator",
@@ -75,6 +75,10 @@ extension ErrorBus {
         if let existing = openIncidents[failure.fingerprint] { return existing.id }
         return open(failure, parking: nil, policy: .paused(nil)).id
     }
+
+    /// The cause of the `fatal` incident ``pause(_:)`` opens, which tells an operator's pause
+    /// apart from a service that stopped on its own.
+    public static let operatorPauseCause = "pausedByOperator"
 
     /// Resumes a service: every `fatal` incident holding it releases its jobs.
     ///

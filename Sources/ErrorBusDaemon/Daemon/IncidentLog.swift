@@ -32,7 +32,7 @@ struct IncidentLog: Service {
     /// entry each, so that every incident's story in the journal has an end.
     static func tellEnded(_ incidents: [StoredIncident], how: String, logger: Logger) {
         for incident in incidents {
-            let held = incident.parked == 1 ? "1 job" : "\(incident.parked) jobs"
+            let held = count(incident.parked, "job")
             logger.notice(
                 "incident \(incident.id) ended \(how), unresolved (\(incident.state), \(held) held): its jobs are queued again; a cause still there opens a new incident",
                 metadata: [
@@ -93,7 +93,7 @@ struct IncidentLog: Service {
             "MESSAGE_ID": "\(messageID)",
             "ERRORBUS_INCIDENT": "\(incident.id)",
             "ERRORBUS_SERVICE": "\(incident.service)",
-            "ERRORBUS_CATEGORY": "\(incident.category.kind)",
+            "ERRORBUS_CATEGORY": "\(Self.category(of: incident))",
             "ERRORBUS_SCOPE": "\(incident.fingerprint.scope)",
         ]
         if let next = incident.next, event.kind != .incidentResolved {
@@ -109,13 +109,24 @@ struct IncidentLog: Service {
             metadata["ERRORBUS_FAILURES"] = "\(incident.failures)"
             metadata["ERRORBUS_JOBS"] = "\(incident.released)"
             let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
-            logger.notice("incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(incident.failures) failures absorbed, \(incident.released) jobs released, \(incident.deadLettered) dead-lettered", metadata: metadata)
+            logger.notice("incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(Self.count(incident.failures, "failure")) absorbed, \(Self.count(incident.released, "job")) released, \(incident.deadLettered) dead-lettered", metadata: metadata)
         }
+    }
+
+    /// `1 job`, `2 jobs`.
+    static func count(_ number: Int, _ noun: String) -> String {
+        number == 1 ? "1 \(noun)" : "\(number) \(noun)s"
+    }
+
+    /// The category an incident is told and counted under: its category's kind, but `paused`
+    /// for an operator's pause, which the bus runs as a `fatal` incident.
+    static func category(of incident: IncidentSnapshot) -> String {
+        incident.fingerprint.cause == ErrorBus.operatorPauseCause ? "paused" : "\(incident.category.kind)"
     }
 
     /// The counters `GetMetrics` exposes (errorbusd bootstraps swift-metrics with Prometheus).
     private func count(_ event: BusEvent, _ incident: IncidentSnapshot) {
-        let dimensions = [("service", incident.service), ("category", "\(incident.category.kind)")]
+        let dimensions = [("service", incident.service), ("category", Self.category(of: incident))]
         switch event.kind {
         case .incidentOpened:
             Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions).increment()

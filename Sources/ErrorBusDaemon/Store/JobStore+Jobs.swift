@@ -198,7 +198,7 @@ extension JobStore {
     }
 
     static let markDeliveredSQL = """
-        UPDATE job SET state = 'delivered', deliveredAt = :now, updatedAt = :now
+        UPDATE job SET state = 'delivered', attempts = attempts + 1, deliveredAt = :now, updatedAt = :now
         WHERE id = :id AND state != 'delivered'
         """
 

@@ -10,8 +10,9 @@ public struct OutboxJob: Sendable, Equatable {
     public var path: String
     public var size: Int64
     public var state: JobState
-    /// Failed attempts so far: each ``JobStore/markQueued(_:lastError:)`` and
-    /// ``JobStore/markDeadLettered(_:reason:incident:)`` counts one.
+    /// Uploads tried that the store recorded: each ``JobStore/markQueued(_:lastError:)``,
+    /// ``JobStore/markDeadLettered(_:reason:incident:)`` and the delivery count one. (A failure
+    /// that parked the job is its incident's to count.)
     public var attempts: Int
     /// What the last failed attempt met, for operators.
     public var lastError: String?

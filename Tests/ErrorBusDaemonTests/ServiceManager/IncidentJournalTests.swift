@@ -62,4 +62,39 @@ struct IncidentJournalTests {
         #expect(resolved["MESSAGE"]?.contains("100000 failures absorbed") == true)
         try await store.close()
     }
+
+    @Test func anOperatorsPauseIsToldAsSuchAndOneIsSingular() async throws {
+        try Journald.ensureRunning()
+        let identifier = "errorbus-test-\(UInt32.random(in: 0...UInt32.max))"
+        let writer = JournalWriter()
+        var logger = Logger(label: "errorbusd") { JournalLogHandler(label: $0, writer: writer, syslogIdentifier: identifier) }
+        logger.logLevel = .info
+        let directory = try TemporaryDirectory()
+        let store = try JobStore(directory: directory.path, logger: logger)
+        let bus = ErrorBus(logger: logger)
+        let log = IncidentLog(bus: bus, store: store, logger: logger)
+        let events = await bus.subscribe()
+
+        let paused = await bus.pause("sync")
+        try await bus.discard(incident: paused)
+        for await event in events {
+            log.record(event)
+            if event.kind == .incidentResolved { break }
+        }
+        let entries = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(identifier)", "ERRORBUS_INCIDENT=\(paused)"], atLeast: 2)
+        // Not "fatal": nothing failed, an operator paused the service.
+        #expect(entries.allSatisfy { $0["ERRORBUS_CATEGORY"] == "paused" }, "\(entries)")
+
+        let failure = Failure(category: .transient, scope: "api.example.net", cause: "reset", service: "sync",
+                              text: OperatorText(title: "Reset", message: "The connection was reset."))
+        let one = try #require(await bus.report(failure))
+        try await bus.discard(incident: one)
+        for await event in events {
+            log.record(event)
+            if event.kind == .incidentResolved, event.incident?.id == one { break }
+        }
+        let resolved = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(identifier)", "ERRORBUS_INCIDENT=\(one)", "MESSAGE_ID=\(IncidentLog.resolved)"], atLeast: 1)
+        #expect(resolved.first?["MESSAGE"]?.contains("1 failure absorbed, 0 jobs released") == true, "\(resolved)")
+        try await store.close()
+    }
 }

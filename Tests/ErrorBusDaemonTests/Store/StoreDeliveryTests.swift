@@ -15,6 +15,8 @@ import Testing
             // Visible to a reader connection as soon as the call returned…
             let job = try #require(try store.job("job-0"))
             #expect(job.state == .delivered && job.deliveredAt != nil)
+            // The delivery was an upload tried: a job delivered at once shows one attempt.
+            #expect(job.attempts == 1)
             try await store.close()
 
             // …and to the next process.
