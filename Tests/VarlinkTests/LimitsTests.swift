@@ -2,6 +2,7 @@ import Foundation
 import InMemoryLogging
 import Logging
 import NIOCore
+import Synchronization
 import Testing
 @testable import Varlink
 
@@ -60,6 +61,86 @@ struct LimitsTests {
             }
         }
         #expect(logs.entries.contains { $0.message.description.contains("stalled in the middle of a message") })
+    }
+
+    /// Whether the test's peer (root, like every connection of this process) counts as
+    /// privileged.
+    final class Privilege: Sendable {
+        let granted = Atomic(false)
+    }
+
+    @Test func oneUserIsLimitedAndCannotTakeTheReservedConnections() async throws {
+        let privilege = Privilege()
+        try await withTestServer(router: service.router(), configure: {
+            $0.maximumConnections = 4
+            $0.maximumConnectionsPerUser = 2
+            $0.reservedConnections = 1
+            $0.isPrivileged = { _ in privilege.granted.load(ordering: .relaxed) }
+        }) { path in
+            try await withClient(path) { first throws in
+                try await withClient(path) { second throws in
+                    _ = try await first.call(TestAPI.echo, .init(text: "1"))
+                    _ = try await second.call(TestAPI.echo, .init(text: "2"))
+                    // A third connection of the same user is over its own limit.
+                    let error = await #expect(throws: VarlinkError.self) {
+                        try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "3")) }
+                    }
+                    #expect(try error.flatMap { try VarlinkServerErrors.tooManyConnections.parameters(of: $0) } == .init(maximum: 2))
+                    // A privileged peer is not limited per user, and may use the reserve.
+                    privilege.granted.store(true, ordering: .relaxed)
+                    try await withClient(path) { third throws in
+                        try await withClient(path) { fourth throws in
+                            #expect(try await third.call(TestAPI.echo, .init(text: "3")) == .init(text: "3"))
+                            #expect(try await fourth.call(TestAPI.echo, .init(text: "4")) == .init(text: "4"))
+                            // The total holds for everyone.
+                            let full = await #expect(throws: VarlinkError.self) {
+                                try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "5")) }
+                            }
+                            #expect(try full.flatMap { try VarlinkServerErrors.tooManyConnections.parameters(of: $0) } == .init(maximum: 4))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func unprivilegedPeersTogetherLeaveTheReserveFree() async throws {
+        let privilege = Privilege()
+        try await withTestServer(router: service.router(), configure: {
+            $0.maximumConnections = 3
+            $0.reservedConnections = 1
+            $0.isPrivileged = { _ in privilege.granted.load(ordering: .relaxed) }
+        }) { path in
+            try await withClient(path) { first throws in
+                try await withClient(path) { second throws in
+                    _ = try await first.call(TestAPI.echo, .init(text: "1"))
+                    _ = try await second.call(TestAPI.echo, .init(text: "2"))
+                    await #expect(throws: VarlinkError.self) {
+                        try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "3")) }
+                    }
+                    privilege.granted.store(true, ordering: .relaxed)
+                    #expect(try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "3")) } == .init(text: "3"))
+                }
+            }
+        }
+    }
+
+    @Test func aClientThatSendsNothingIsDisconnected() async throws {
+        let logs = InMemoryLogHandler()
+        let logger = Logger(label: "varlink-tests") { _ in logs }
+        try await withTestServer(router: service.router(), logger: logger, configure: { $0.firstMessageTimeout = .milliseconds(200) }) { path in
+            try await RawConnection.with(path) { _, messages throws in
+                // Nothing is sent: the server closes the connection, without a reply (the suite's
+                // time limit ends the test if it never does).
+                #expect(try await messages.nextText() == nil)
+            }
+            // A client that sends its call is served, and may take its time between calls.
+            try await withClient(path) { client throws in
+                #expect(try await client.call(TestAPI.echo, .init(text: "1")) == .init(text: "1"))
+                #expect(try await client.call(TestAPI.echo, .init(text: "2")) == .init(text: "2"))
+            }
+        }
+        #expect(logs.entries.contains { $0.message.description.contains("sent nothing after connecting") })
     }
 
     @Test func connectionsBeyondTheLimitAreToldAndClosed() async throws {

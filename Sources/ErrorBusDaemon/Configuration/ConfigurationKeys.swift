@@ -51,6 +51,7 @@ enum ConfigurationKeys {
         ("control.socket-path", .optionalValue),
         ("control.group", .optionalValue),
         ("control.max-connections", .value),
+        ("control.max-connections-per-user", .value),
         ("bus.backoff.base", .value),
         ("bus.backoff.factor", .value),
         ("bus.backoff.cap", .value),

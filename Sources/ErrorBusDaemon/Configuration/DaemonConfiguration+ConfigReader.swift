@@ -382,7 +382,8 @@ extension DaemonConfiguration.Control {
         self.init(
             socketPath: socketPath,
             group: group,
-            maxConnections: try settings.int("control.max-connections", default: defaults.maxConnections, .between(1, 65_536))
+            maxConnections: try settings.int("control.max-connections", default: defaults.maxConnections, .between(1, 65_536)),
+            maxConnectionsPerUser: try settings.int("control.max-connections-per-user", default: defaults.maxConnectionsPerUser, .between(1, 65_536))
         )
     }
 

@@ -12,18 +12,28 @@ extension DaemonConfiguration {
         /// (retry, discard, pause, …); `nil` (an empty value) leaves them to root. Default
         /// `errorbus`.
         public var group: String?
-        /// `control.max-connections`: at most this many clients at once. Default 256.
+        /// `control.max-connections`: at most this many clients at once. Default 256. The last
+        /// eighth of them (``reservedConnections``) is kept for root and `control.group`.
         public var maxConnections: Int
+        /// `control.max-connections-per-user`: at most this many clients of one user at once,
+        /// except root and members of `control.group`. Default 16.
+        public var maxConnectionsPerUser: Int
+
+        /// The connections only root and `control.group` may use: an eighth of
+        /// ``maxConnections``, at least one, so that other local users cannot lock them out.
+        public var reservedConnections: Int { max(1, maxConnections / 8) }
 
         /// Creates the section; every setting defaults to the built-in default.
         public init(
             socketPath: String = "/run/errorbusd/" + Control.socketName,
             group: String? = "errorbus",
-            maxConnections: Int = 256
+            maxConnections: Int = 256,
+            maxConnectionsPerUser: Int = 16
         ) {
             self.socketPath = socketPath
             self.group = group
             self.maxConnections = maxConnections
+            self.maxConnectionsPerUser = maxConnectionsPerUser
         }
     }
 }

@@ -36,7 +36,13 @@ struct ControlServer: Service {
         }
         let server = VarlinkServer(
             router: try control.router(),
-            configuration: .init(address: address, maximumConnections: configuration.maxConnections),
+            configuration: .init(
+                address: address,
+                maximumConnections: configuration.maxConnections,
+                maximumConnectionsPerUser: configuration.maxConnectionsPerUser,
+                reservedConnections: configuration.reservedConnections,
+                isPrivileged: { [authorization = control.authorization] in authorization.mayChange($0) }
+            ),
             logger: logger
         ) { [configuration, activated, listening, logger, authorization = control.authorization] in
             if activated == nil { Self.setGroup(configuration.socketPath, authorization, logger: logger) }

@@ -9,6 +9,21 @@ extension VarlinkServer {
         /// The most connections open at once. Beyond it, a new connection is sent
         /// `io.errorbus.varlink.TooManyConnections` at once and closed. Default: 4096.
         public var maximumConnections: Int
+        /// The most connections one user (the peer's uid) may have open at once, unless
+        /// ``isPrivileged`` says it is privileged. Default: 1024, as systemd's Varlink servers.
+        public var maximumConnectionsPerUser: Int
+        /// Connections of ``maximumConnections`` that only privileged peers may use: every other
+        /// peer together may hold at most `maximumConnections - reservedConnections`, so that
+        /// local users cannot crowd out the administrator. Default: 0.
+        public var reservedConnections: Int
+        /// Which peers are exempt from the per-user limit and may use the reserved connections.
+        /// Asked only for a connection that would otherwise be refused; it runs on an event
+        /// loop, so it must be quick. Default: root.
+        public var isPrivileged: @Sendable (VarlinkPeerCredentials) -> Bool
+        /// The time a new connection may take to send its first message: a client that connects
+        /// and sends nothing is disconnected after it, so idle connections cannot pile up.
+        /// Default: 10 seconds.
+        public var firstMessageTimeout: Duration
         /// The time a message may take to arrive once its first byte has: a client that sends
         /// part of a message and then stalls is disconnected after it. Default: 5 seconds.
         public var messageTimeout: Duration
@@ -22,12 +37,20 @@ extension VarlinkServer {
             address: Address,
             maximumMessageSize: Int = 1 << 20,
             maximumConnections: Int = 4096,
+            maximumConnectionsPerUser: Int = 1024,
+            reservedConnections: Int = 0,
+            isPrivileged: @escaping @Sendable (VarlinkPeerCredentials) -> Bool = { $0.isRoot },
+            firstMessageTimeout: Duration = .seconds(10),
             messageTimeout: Duration = .seconds(5),
             writeTimeout: Duration = .seconds(10)
         ) {
             self.address = address
             self.maximumMessageSize = maximumMessageSize
             self.maximumConnections = maximumConnections
+            self.maximumConnectionsPerUser = maximumConnectionsPerUser
+            self.reservedConnections = reservedConnections
+            self.isPrivileged = isPrivileged
+            self.firstMessageTimeout = firstMessageTimeout
             self.messageTimeout = messageTimeout
             self.writeTimeout = writeTimeout
         }

@@ -33,6 +33,8 @@ extension VarlinkServer {
                 logger.debug("Varlink connection closed")
             } catch let error as VarlinkFrameDecoder.MessageTimeout {
                 logger.notice("Disconnected a Varlink client that stalled in the middle of a message", metadata: ["timeout": "\(error.timeout)"])
+            } catch let error as FirstMessageTimeoutHandler.FirstMessageTimeout {
+                logger.notice("Disconnected a Varlink client that sent nothing after connecting", metadata: ["timeout": "\(error.timeout)", "peer": "\(peer)"])
             } catch let error as WriteTimeoutHandler.WriteTimeout {
                 logger.notice("Disconnected a Varlink client that stopped reading its replies", metadata: ["timeout": "\(error.timeout)"])
             } catch {

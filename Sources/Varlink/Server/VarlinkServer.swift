@@ -61,7 +61,11 @@ public struct VarlinkServer: Service {
     ///
     /// - Throws: ``VarlinkServerError`` if it cannot listen; errors of the listening socket.
     public func run() async throws {
-        let connections = ConnectionCounter(maximum: configuration.maximumConnections)
+        let connections = ConnectionLimits(
+            maximum: configuration.maximumConnections,
+            maximumPerUser: configuration.maximumConnectionsPerUser,
+            reserved: configuration.reservedConnections
+        )
         let pending = PendingConnections()
         let serverChannel = try await listen(connections: connections, pending: pending)
         defer {
@@ -107,7 +111,7 @@ public struct VarlinkServer: Service {
     }
 
     private func listen(
-        connections: ConnectionCounter,
+        connections: ConnectionLimits,
         pending: PendingConnections
     ) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let bootstrap = ServerBootstrap(group: eventLoopGroup)
@@ -137,17 +141,21 @@ public struct VarlinkServer: Service {
         }
     }
 
-    /// Sets up an accepted connection on its event loop: counts it against the limit, reads its
-    /// peer's credentials, and adds the framing and the timeouts.
+    /// Sets up an accepted connection on its event loop: reads its peer's credentials, counts it
+    /// against the limits, and adds the framing and the timeouts.
     private static func initialize(
         _ channel: any Channel,
         configuration: Configuration,
-        connections: ConnectionCounter,
+        connections: ConnectionLimits,
         pending: PendingConnections
     ) -> EventLoopFuture<AcceptedConnection> {
-        guard connections.tryAcquire() else {
-            return channel.eventLoop.makeCompletedFuture {
-                let error = VarlinkServerErrors.tooManyConnections.error(.init(maximum: configuration.maximumConnections))
+        channel.peerCredentials().flatMapThrowing { peer in
+            let admission: ConnectionLimits.Admission
+            switch connections.admit(peer, isPrivileged: configuration.isPrivileged) {
+            case .success(let admitted):
+                admission = admitted
+            case .failure(let refusal):
+                let error = VarlinkServerErrors.tooManyConnections.error(.init(maximum: refusal.limit))
                 let message = try VarlinkWire.frame(
                     VarlinkWire.ErrorReply(error: error.name, parameters: error.parameters),
                     encoder: VarlinkWire.makeEncoder(),
@@ -156,9 +164,8 @@ public struct VarlinkServer: Service {
                 try channel.pipeline.syncOperations.addHandler(RejectConnectionHandler(message: message))
                 return .rejected
             }
-        }
-        channel.closeFuture.whenComplete { _ in connections.release() }
-        return channel.peerCredentials().flatMapThrowing { peer in
+            channel.closeFuture.whenComplete { _ in connections.release(admission) }
+            try channel.pipeline.syncOperations.addHandler(FirstMessageTimeoutHandler(timeout: TimeAmount(configuration.firstMessageTimeout)))
             try channel.pipeline.syncOperations.addHandler(
                 ByteToMessageHandler(
                     VarlinkFrameDecoder(

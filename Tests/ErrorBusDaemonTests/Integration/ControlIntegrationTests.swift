@@ -466,6 +466,65 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// Opens `count` connections to the socket as the user it runs as, makes one call on each,
+    /// prints how many were answered and how many refused, and holds them until killed.
+    static let connectionHog = #"""
+        import json, socket, sys, time
+        path, count = sys.argv[1], int(sys.argv[2])
+        held, answered, refused = [], 0, 0
+        for _ in range(count):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.sendall(b'{"method":"io.errorbus.Control.GetStatus"}\0')
+            reply = b""
+            while not reply.endswith(b"\0"):
+                chunk = s.recv(65536)
+                if not chunk: break
+                reply += chunk
+            if b'"error"' in reply and b"TooManyConnections" in reply:
+                refused += 1
+            else:
+                answered += 1
+            held.append(s)
+        print(f"answered={answered} refused={refused}", flush=True)
+        time.sleep(600)
+        """#
+
+    @Test func aLocalUserCannotLockRootOutOfTheControlSocket() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_CONTROL_MAX_CONNECTIONS": "40", "ERRORBUSD_CONTROL_MAX_CONNECTIONS_PER_USER": "8"]) { _, daemon in
+            // Let other uids reach the socket: mkdtemp made the directory 0700.
+            #expect(chmod(daemon.root, 0o755) == 0)
+            // One unprivileged user: at most 8 connections.
+            let nobody = try ChildProcess(
+                "/usr/bin/setpriv",
+                ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "python3", "-c", Self.connectionHog, daemon.controlSocket, "20"]
+            )
+            #expect(await nobody.waitForStandardOutput(containing: "answered=8 refused=12"), "\(nobody.standardOutput.text) \(nobody.standardError.text)")
+            // Many users (here: many uids through setpriv) together leave the reserve, an eighth of
+            // 40, to root and the control group.
+            var others: [ChildProcess] = []
+            for uid in 60_000..<60_004 {
+                let hog = try ChildProcess(
+                    "/usr/bin/setpriv",
+                    ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/env", "python3", "-c", Self.connectionHog, daemon.controlSocket, "8"]
+                )
+                others.append(hog)
+                #expect(await hog.waitForStandardOutput(containing: "answered="))
+            }
+            let answered = others.compactMap { hog -> Int? in
+                hog.standardOutput.text.split(separator: " ").first.flatMap { Int($0.dropFirst("answered=".count)) }
+            }
+            // 8 of nobody, then 40 - 5 - 8 = 27 for the four others.
+            #expect(answered.reduce(0, +) == 27, "\(answered)")
+            let status = try await Self.ctl(daemon, "status")
+            #expect(status.status == 0, "root was locked out: \(status.standardError)")
+            for hog in others + [nobody] {
+                hog.signal(SIGKILL)
+                _ = await hog.waitForExit()
+            }
+        }
+    }
+
     @Test func anyVarlinkClientCanIntrospectTheInterface() async throws {
         try await Daemon.withDaemon { _, daemon in
             let (info, description) = try await Self.varlink(daemon) { client in
