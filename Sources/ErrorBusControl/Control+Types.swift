@@ -21,10 +21,12 @@ extension Control {
         public var waitingForBudget: Int
         /// Tokens left in the retry budget.
         public var retryBudgetTokens: Double
+        /// Outbox files errorbusd cannot read, oldest first: not uploaded until they can be.
+        public var unreadableFiles: [UnreadableFile]
 
         public init(
             version: String, startedAt: String, statusLine: String, running: Bool, services: [ServiceStatus],
-            incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double
+            incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double, unreadableFiles: [UnreadableFile] = []
         ) {
             self.version = version
             self.startedAt = startedAt
@@ -34,6 +36,7 @@ extension Control {
             self.incidents = incidents
             self.waitingForBudget = waitingForBudget
             self.retryBudgetTokens = retryBudgetTokens
+            self.unreadableFiles = unreadableFiles
         }
     }
 
@@ -78,6 +81,22 @@ extension Control {
             self.dead = dead
             self.lastError = lastError
             self.incidents = incidents
+        }
+    }
+
+    /// An outbox file errorbusd cannot read.
+    public struct UnreadableFile: Codable, Sendable, Equatable {
+        /// Its name in the outbox.
+        public var file: String
+        /// Why it cannot be read, e.g. a permission denied.
+        public var reason: String
+        /// Since when errorbusd has known it.
+        public var since: String
+
+        public init(file: String, reason: String, since: String) {
+            self.file = file
+            self.reason = reason
+            self.since = since
         }
     }
 

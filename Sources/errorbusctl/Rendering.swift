@@ -54,6 +54,15 @@ extension Output {
         } else {
             lines.append(incidents(status.incidents))
         }
+        if !status.unreadableFiles.isEmpty {
+            lines.append("")
+            lines.append(paint("\(status.unreadableFiles.count) outbox file(s) errorbusd cannot read, not uploaded until it can (give group errorbus read access):", .bad))
+            lines.append(table(
+                ["FILE", "SINCE", "WHY"],
+                status.unreadableFiles.prefix(20).map { [Cell($0.file), Cell(relative($0.since)), Cell($0.reason)] }
+            ))
+            if status.unreadableFiles.count > 20 { lines.append("… and \(status.unreadableFiles.count - 20) more") }
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -130,7 +130,7 @@ struct ControlService: Sendable {
     func exposition() async throws -> Control.MetricsExposition {
         guard let metrics else { return Control.MetricsExposition(text: "") }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
-        StateGauges.update(await bus.snapshot(), pending: pending)
+        StateGauges.update(await bus.snapshot(), pending: pending, unreadableFiles: await sync.unreadableFiles.count)
         return Control.MetricsExposition(text: metrics.emitToString())
     }
 
@@ -174,6 +174,9 @@ struct ControlService: Sendable {
                 incidents: holding.map { Int($0.id.rawValue) }
             ))
         }
+        let unreadable = await sync.unreadableFiles.map {
+            Control.UnreadableFile(file: $0.name, reason: $0.reason, since: ControlTime.format($0.since))
+        }
         return Control.Status(
             version: ErrorBusVersion.current,
             startedAt: ControlTime.format(startedAt),
@@ -182,7 +185,8 @@ struct ControlService: Sendable {
             services: services,
             incidents: snapshot.incidents.map { Control.Incident($0, now: now) },
             waitingForBudget: snapshot.waitingForBudget,
-            retryBudgetTokens: snapshot.retryBudgetTokens
+            retryBudgetTokens: snapshot.retryBudgetTokens,
+            unreadableFiles: unreadable
         )
     }
 

@@ -1,9 +1,11 @@
 import ErrorBus
 import Metrics
 
-/// Gauges read when metrics are asked for: the bus's state and the store's pending jobs.
+/// Gauges read when metrics are asked for: the bus's state, the store's pending jobs and the
+/// outbox files sync cannot read.
 enum StateGauges {
-    static func update(_ snapshot: BusSnapshot, pending: [String: JobCounts]) {
+    static func update(_ snapshot: BusSnapshot, pending: [String: JobCounts], unreadableFiles: Int) {
+        Gauge(label: "errorbus_sync_unreadable_files").record(unreadableFiles)
         Gauge(label: "errorbus_incidents_open").record(snapshot.incidents.count)
         Gauge(label: "errorbus_jobs_parked").record(snapshot.parkedJobs)
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)

@@ -9,13 +9,15 @@ import NIOPosix
 ///
 /// A file counts as arrived when it is renamed into the directory (`IN_MOVED_TO`, how a writer
 /// publishes a finished file) or when a writer closes it after writing it in place
-/// (`IN_CLOSE_WRITE`). Events the kernel dropped (`IN_Q_OVERFLOW`) are reported as such, so the
-/// caller rescans. The inotify descriptor is read as a NIO pipe channel: no thread blocks on it.
+/// (`IN_CLOSE_WRITE`). A change of a file's permissions or owner (`IN_ATTRIB`) is reported too:
+/// a file errorbusd could not read may have become readable. Events the kernel dropped
+/// (`IN_Q_OVERFLOW`) are reported as such, so the caller rescans. The inotify descriptor is read as a NIO pipe channel: no thread blocks on it.
 struct OutboxWatcher: Sendable {
     /// What the watcher saw.
     enum Signal: Sendable, Equatable {
-        /// These names arrived (in the order their events came).
-        case arrived([String])
+        /// These names arrived (in the order their events came), and these had their
+        /// permissions or owner changed.
+        case arrived([String], changed: [String])
         /// The kernel dropped events: rescan the directory.
         case overflow
     }
@@ -27,7 +29,7 @@ struct OutboxWatcher: Sendable {
     func run(_ handle: (Signal) async -> Void) async throws {
         let descriptor = try SystemCall.check("inotify_init1") { inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)) }
         do {
-            let mask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_ONLYDIR)
+            let mask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_ATTRIB) | UInt32(IN_ONLYDIR)
             try SystemCall.check("inotify_add_watch", path: directory) { inotify_add_watch(descriptor, directory, mask) }
         } catch {
             close(descriptor)
@@ -57,6 +59,7 @@ struct OutboxWatcher: Sendable {
     static func parse(_ buffer: ByteBuffer) -> Signal {
         var buffer = buffer
         var names: [String] = []
+        var changed: [String] = []
         let headerSize = MemoryLayout<inotify_event>.size
         while buffer.readableBytes >= headerSize {
             guard
@@ -69,8 +72,13 @@ struct OutboxWatcher: Sendable {
             if mask & UInt32(IN_Q_OVERFLOW) != 0 { return .overflow }
             // The name is NUL-padded to an alignment boundary.
             let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-            if !name.isEmpty { names.append(name) }
+            guard !name.isEmpty else { continue }
+            if mask & (UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)) != 0 {
+                names.append(name)
+            } else {
+                changed.append(name)
+            }
         }
-        return .arrived(names)
+        return .arrived(names, changed: changed)
     }
 }

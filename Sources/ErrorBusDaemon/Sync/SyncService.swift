@@ -4,6 +4,7 @@ import DequeModule
 import Glibc
 #endif
 import ErrorBus
+import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -57,6 +58,9 @@ actor SyncService: Service {
     /// Outbox entries already taken care of, by name, with the size and time they had then, so
     /// that rescans do not hash them again.
     private var seen: [String: FileStamp] = [:]
+    /// Outbox files errorbusd cannot read, by name: reported in the status and metrics until they
+    /// are readable (a change of their permissions is seen at once) or gone.
+    private var unreadable: [String: UnreadableFile] = [:]
     /// Names of files with the same content as a job, to remove with it.
     private var duplicates: [String: [String]] = [:]
     /// What became of jobs whose outcome the store could not record (disk full, read-only):
@@ -117,7 +121,11 @@ actor SyncService: Service {
         let watcher = OutboxWatcher(directory: settings.outbox, logger: logger)
         try await watcher.run { signal in
             switch signal {
-            case .arrived(let names): await self.ingest(names, announced: true)
+            case .arrived(let names, let changed):
+                if !names.isEmpty { await self.ingest(names, announced: true) }
+                // Permissions or owner changed: a file that could not be read may be readable
+                // now. Not announced: a writer may still be writing it.
+                if !changed.isEmpty { await self.ingestChanged(changed) }
             case .overflow: await self.rescan()
             }
         }
@@ -137,6 +145,21 @@ actor SyncService: Service {
         }
     }
 
+    /// Files whose permissions or owner changed: those errorbusd could not read are looked at
+    /// again now, as they were first seen (a file announced complete is taken at once).
+    private func ingestChanged(_ names: [String]) async {
+        let retried = names.compactMap { unreadable[$0] }
+        for announced in [true, false] {
+            let batch = retried.filter { $0.announced == announced }.map(\.name)
+            if !batch.isEmpty { await ingest(batch, announced: announced) }
+        }
+    }
+
+    /// The outbox files errorbusd cannot read, oldest first.
+    var unreadableFiles: [UnreadableFile] {
+        unreadable.values.sorted { ($0.since, $0.name) < ($1.since, $1.name) }
+    }
+
     /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
     /// Returns the files left for having changed within the settle time.
     @discardableResult
@@ -144,7 +167,11 @@ actor SyncService: Service {
         await recordUnrecorded()
         let inspector = self.inspector
         do {
-            return await ingest(try inspector.listing(), announced: false)
+            let listing = try inspector.listing()
+            // Unreadable files that were removed are no longer a problem.
+            let present = Set(listing)
+            for name in unreadable.keys where !present.contains(name) { forgetUnreadable(name, because: "is gone") }
+            return await ingest(listing, announced: false)
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
             return []
@@ -174,7 +201,7 @@ actor SyncService: Service {
                 return unsettled
             }
             unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
-            await enqueue(inspections, directory: inspector.directory)
+            await enqueue(inspections, directory: inspector.directory, announced: announced)
         }
         return unsettled
     }
@@ -182,7 +209,7 @@ actor SyncService: Service {
     /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
     static let ingestSlice = 512
 
-    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String) async {
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool) async {
         var ready: [NewJob] = []
         for inspection in inspections {
             let name = inspection.name
@@ -190,12 +217,16 @@ actor SyncService: Service {
             case .ready(let size, let key):
                 ready.append(NewJob(id: key, service: Self.service, fileName: name, path: directory + "/" + name, size: size))
                 seen[name] = inspection.stamp
+                forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):
                 seen[name] = inspection.stamp
+                forgetUnreadable(name, because: "can be read now")
                 await reportTooLarge(name, size: size)
             case .unreadable(let error):
-                logger.error("cannot read \(name) in the outbox: \(error)")
-            case .unchanged, .hidden, .notRegularFile, .vanished, .unsettled:
+                rememberUnreadable(name, error, announced: announced)
+            case .hidden, .notRegularFile, .vanished:
+                forgetUnreadable(name, because: "is no longer a file to upload")
+            case .unchanged, .unsettled:
                 continue
             }
         }
@@ -221,6 +252,27 @@ actor SyncService: Service {
             for job in ready { seen[job.fileName] = nil }
             await reportStoreFailure(error, doing: "queue \(ready.count) outbox files")
         }
+    }
+
+    /// Notes a file errorbusd cannot read; tells the journal once per file, not at every look.
+    private func rememberUnreadable(_ name: String, _ error: SystemCallError, announced: Bool) {
+        let reason = "\(error)"
+        if let known = unreadable[name], known.reason == reason {
+            if announced && !known.announced { unreadable[name]?.announced = true }
+            return
+        }
+        logger.error("cannot read \(name) in the outbox: \(reason). It is not uploaded until errorbusd can read it (mode 0640 or more, group errorbus, or owned by errorbusd); a change of its permissions is seen at once")
+        unreadable[name] = UnreadableFile(
+            name: name,
+            reason: reason,
+            since: unreadable[name]?.since ?? Date(),
+            announced: announced || unreadable[name]?.announced == true
+        )
+    }
+
+    private func forgetUnreadable(_ name: String, because what: String) {
+        guard unreadable.removeValue(forKey: name) != nil else { return }
+        logger.notice("\(name) in the outbox \(what)")
     }
 
     private func reportTooLarge(_ name: String, size: Int64) async {

@@ -1,5 +1,6 @@
 import Crypto
 @testable import ErrorBusDaemon
+import ErrorBusControl
 import Foundation
 import Glibc
 import Logging
@@ -326,6 +327,42 @@ struct DaemonIntegrationTests {
         #expect(history.map(\.resolution) == ["shutdown", "interrupted"])
         #expect(history.allSatisfy { $0.closedAt != nil && $0.state == "resolved" })
         #expect(try await sandbox.items().count == 3)
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
+    @Test func anUnreadableOutboxFileIsShownUntilItsPermissionsAreFixedAndThenTakenAtOnce() async throws {
+        let scratch = try ScratchDirectory("unreadable")
+        let sandbox = try await SandboxProcess(in: scratch)
+        // No rescan during the test: only the permission change itself can bring the file in.
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: ["ERRORBUSD_SYNC_RESCAN_INTERVAL": "1h"])
+        // As root without the capabilities that read any file, as errorbusd runs under its unit.
+        let child = try daemon.launch(prefix: ["/usr/bin/setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"])
+        #expect(await child.waitForStandardError(containing: "errorbusd ready"), "\(child.standardError.text)")
+
+        let hidden = daemon.outbox + "/.secret.bin.part"
+        try Self.content(1).write(to: URL(fileURLWithPath: hidden))
+        #expect(chown(hidden, 65534, 65534) == 0 && chmod(hidden, 0o600) == 0)
+        #expect(rename(hidden, daemon.outbox + "/secret.bin") == 0)
+        try await daemon.waitForLog("cannot read secret.bin in the outbox")
+
+        let status = try ControlIntegrationTests.json(Control.Status.self, try await ControlIntegrationTests.ctl(daemon, "status", "--json"))
+        #expect(status.unreadableFiles.map(\.file) == ["secret.bin"])
+        #expect(status.unreadableFiles.first?.reason.contains("Permission denied") == true, "\(status.unreadableFiles)")
+        let text = try await ControlIntegrationTests.ctl(daemon, "status")
+        #expect(text.standardOutput.contains("1 outbox file(s) errorbusd cannot read"), "\(text.standardOutput)")
+        let metrics = try await ControlIntegrationTests.ctl(daemon, "metrics")
+        #expect(metrics.standardOutput.contains("errorbus_sync_unreadable_files 1"), "\(metrics.standardOutput)")
+
+        // The fix is seen at once (inotify), not at the next rescan.
+        #expect(chmod(daemon.outbox + "/secret.bin", 0o644) == 0)
+        try await daemon.waitForLog("secret.bin in the outbox can be read now and is queued")
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        #expect(try await sandbox.items().count == 1)
+        let after = try ControlIntegrationTests.json(Control.Status.self, try await ControlIntegrationTests.ctl(daemon, "status", "--json"))
+        #expect(after.unreadableFiles.isEmpty)
+        // Told once, however often it was looked at.
+        #expect(daemon.log.components(separatedBy: "cannot read secret.bin").count - 1 == 1)
         #expect(try await daemon.stop().status == 0)
         try await sandbox.stop()
     }
