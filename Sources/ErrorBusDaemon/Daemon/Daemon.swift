@@ -150,7 +150,13 @@ public struct Daemon: Sendable {
                 cancellationSignals: [],
                 logger: logger
             ).withShutdownDeadline(configuration.shutdown.drainTimeout))
-            try await group.run()
+            do {
+                try await group.run()
+            } catch is CancellationError {
+                // The group is cancelled only when shutdown.drain-timeout runs out (errorbusd has
+                // no cancellation signal): a service that was still stopping may end with this.
+                // What it left is queued again below, as at any stop.
+            }
             try await Self.stop(store, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
         } catch {
             try? await http.shutdown()

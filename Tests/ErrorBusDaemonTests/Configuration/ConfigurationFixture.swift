@@ -28,6 +28,15 @@ struct ConfigurationFixture {
         return path
     }
 
+    /// The built-in defaults, with the secret ``credentials(secret:name:)`` holds by default and
+    /// where it came from.
+    var defaults: DaemonConfiguration {
+        DaemonConfiguration(auth: .init(
+            clientSecret: Secret("s3cret"),
+            clientSecretSource: .credential(name: "client-secret", path: directory + "/credentials/client-secret")
+        ))
+    }
+
     /// A credentials directory holding `client-secret`, as systemd's `LoadCredential=` makes it.
     func credentials(secret: String = "s3cret\n", name: String = "client-secret") throws -> [String: String] {
         try write("credentials/\(name)", secret)

@@ -6,12 +6,14 @@ import Testing
 
 @Suite struct ConfigurationLoadingTests {
     /// The built-in defaults, with the secret a fixture's credentials directory holds.
-    private static let defaults = DaemonConfiguration(auth: .init(clientSecret: Secret("s3cret")))
+    private static func defaults(_ fixture: ConfigurationFixture) -> DaemonConfiguration {
+        fixture.defaults
+    }
 
     @Test func defaultsWithoutFile() async throws {
         try await ConfigurationFixture.with { fixture in
             let configuration = try DaemonConfiguration.load(file: nil, environment: try fixture.credentials())
-            #expect(configuration == Self.defaults)
+            #expect(configuration == Self.defaults(fixture))
 
             #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
             #expect(configuration.api.host == "127.0.0.1")
@@ -40,7 +42,7 @@ import Testing
         try await ConfigurationFixture.with { fixture in
             for yaml in ["", "# nothing but a comment\n", "api:\nsync:\n", "~\n"] {
                 let configuration = try await fixture.load(yaml)
-                #expect(configuration == Self.defaults, "\(yaml)")
+                #expect(configuration == Self.defaults(fixture), "\(yaml)")
             }
         }
     }
@@ -195,7 +197,7 @@ import Testing
             var environment = try fixture.credentials()
             environment["ERRORBUSD_LOG_LEVEL"] = "warning"
             let configuration = try DaemonConfiguration.load(file: nil, environment: environment)
-            var expected = Self.defaults
+            var expected = Self.defaults(fixture)
             expected.log.level = .warning
             #expect(configuration == expected)
         }

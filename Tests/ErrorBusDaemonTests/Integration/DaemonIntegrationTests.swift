@@ -317,6 +317,8 @@ struct DaemonIntegrationTests {
         // A crash cannot: the next start does.
         try await daemon.start()
         try await daemon.waitForLog("parked under incident 2", count: 3)
+        // Its history row is written before its "opened" line.
+        try await daemon.waitForLog("incident 2 opened")
         #expect(try await daemon.kill().status == 128 + SIGKILL)
         try await sandbox.clearFaults()
         try await daemon.start()
@@ -365,6 +367,22 @@ struct DaemonIntegrationTests {
         #expect(daemon.log.components(separatedBy: "cannot read secret.bin").count - 1 == 1)
         #expect(try await daemon.stop().status == 0)
         try await sandbox.stop()
+    }
+
+    @Test func refusedCredentialsAreToldOnceWithTheFixThatWorksUnderSystemd() async throws {
+        try await Self.withDaemon(beforeStart: { sandbox, _ in
+            try await sandbox.fault(#"{"route":"token","mode":"rejectCredentials"}"#)
+        }) { sandbox, daemon in
+            try daemon.drop("item-0.bin", content: Self.content(0))
+            try await daemon.waitForLog("needs an operator")
+            // The secret came from $CREDENTIALS_DIRECTORY, a copy systemd makes at start: only a
+            // restart reads a new one.
+            let incident = try await ControlIntegrationTests.ctl(daemon, "incident", "1")
+            #expect(incident.standardOutput.contains("then restart errorbusd (systemctl restart errorbusd)"), "\(incident.standardOutput)")
+            #expect(!incident.standardOutput.contains("then reload errorbusd"), "\(incident.standardOutput)")
+            // One line says the endpoint refused the client; the incident tells the rest.
+            #expect(daemon.log.components(separatedBy: "[ErrorBusDaemon] Credentials rejected: The token endpoint").count - 1 == 1, "\(daemon.log)")
+        }
     }
 
     @Test func kill9MidUploadThenRestartDeliversEverything() async throws {
