@@ -43,4 +43,17 @@ struct DeadLetterTests {
             #expect(await bus.snapshot().incidents.isEmpty)
         }
     }
+
+    @Test func aSubscriberSeesTheIncidentOpenedBeforeTheJobDeadLetteredUnderIt() async throws {
+        try await withRunningBus { bus, _, events in
+            let rejected = TestFailure(.invalid(reason: "field 'name' is required"), cause: "http422")
+            do throws(JobStopped) {
+                _ = try await bus.run(.sync(1)) { () async throws -> Void in throw rejected }
+            } catch {}
+            let deadLettered = await events.next(.jobDeadLettered)
+            let kinds = events.seen.map(\.kind)
+            #expect(kinds.firstIndex(of: .incidentOpened).map { $0 < kinds.count - 1 } == true, "\(kinds)")
+            #expect(deadLettered.incident?.id == events.seen.first { $0.kind == .incidentOpened }?.incident?.id)
+        }
+    }
 }

@@ -25,15 +25,16 @@ extension ErrorBus {
         if !incident.parks { incident.state = .collecting }
         logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
 
+        // Subscribers see the incident opened with its first step already decided (what it
+        // waits for and until when), then what became of the job that opened it (parked or
+        // dead-lettered under it) and the events that step emitted.
+        eventsHeldForOpening = []
         var decision: FailureDecision?
         if let command {
             decision = incident.parks
                 ? park(command, in: incident, atFront: false, failure: failure)
                 : deadLetter(command, failure, in: incident)
         }
-        // Subscribers see the incident opened with its first step already decided (what it
-        // waits for and until when), then the events that step emitted.
-        eventsHeldForOpening = []
         execute(incident.policy.start(with: failure, at: now, using: &random), for: incident)
         let held = eventsHeldForOpening ?? []
         eventsHeldForOpening = nil
