@@ -1,9 +1,43 @@
 import ErrorBus
 import ErrorBusTesting
+import Synchronization
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct EventStreamTests {
+    /// How many times an operation ran.
+    final class Runs: Sendable {
+        private let count = Atomic(0)
+        func next() -> Int { count.add(1, ordering: .relaxed).newValue }
+    }
+
+    @Test func theCanarysCallerHasItsResultBeforeItsIncidentIsToldResolved() async throws {
+        try await withRunningBus { bus, clock, events in
+            let runs = Runs()
+            let (outcomes, outcome) = AsyncStream.makeStream(of: (JobOutcome, [IncidentState]).self)
+            _ = await bus.submit(.sync(1)) {
+                if runs.next() == 1 { throw TestFailure(.transient, cause: "reset") }
+            } completion: { result in
+                // What the bus says of the incident at the moment the caller is given its result.
+                outcome.yield((result, await bus.snapshot().incidents.map(\.state)))
+                outcome.finish()
+            }
+            await events.next(.policyScheduled)
+            await clock.sleepers(atLeast: 1)
+            clock.advanceToNextDeadline()
+            var received = outcomes.makeAsyncIterator()
+            let (result, incidentStates) = try #require(await received.next())
+            guard case .succeeded = result else {
+                Issue.record("the canary succeeded, its caller was told \(result)")
+                return
+            }
+            // Still the canary's incident, not resolved yet: a subscriber that acts on the
+            // resolution (cancels the caller, say) cannot change the result the caller is owed.
+            #expect(incidentStates == [.canary])
+            await events.next(.incidentResolved)
+        }
+    }
+
     @Test func aStalledSubscriberLosesItsOldestEventsButDoesNotSlowReporting() async throws {
         try await withRunningBus { bus, _, events in
             let stalled = await bus.subscribe(bufferSize: 8)

@@ -183,7 +183,6 @@ extension ErrorBus {
             do {
                 try await command.operation()
                 pendingSuccesses.add(1, ordering: .relaxed)
-                if case .canary(let id) = context { await canarySucceeded(id) }
                 return .completed
             } catch {
                 switch await failed(command, error, context) {
@@ -198,7 +197,11 @@ extension ErrorBus {
     /// Runs a command the bus held, and delivers its outcome to its completion.
     nonisolated func runHeld(_ command: Command, _ context: AttemptContext) async {
         switch await attempt(command, context) {
-        case .completed: await command.completion(.succeeded)
+        case .completed:
+            await command.completion(.succeeded)
+            // After the completion: whoever waits for the canary has its result before a
+            // subscriber hears that its incident resolved.
+            if case .canary(let id) = context { await canarySucceeded(id) }
         case .stopped(let stopped): await command.completion(.stopped(stopped))
         case .parked: break
         }

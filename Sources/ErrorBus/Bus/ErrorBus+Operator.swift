@@ -172,6 +172,13 @@ extension ErrorBus {
     /// Subscribes to the bus's events. The subscription starts with a snapshot taken at the same
     /// moment, so that nothing between the snapshot and the first event is missed.
     ///
+    /// What a subscriber can rely on:
+    /// - an incident's ``BusEvent/Kind/incidentOpened`` comes before every other event of that
+    ///   incident, including the parking or dead letter of the job whose failure opened it;
+    /// - ``BusEvent/Kind/incidentResolved`` comes after the caller of the incident's canary has
+    ///   been given its result (a `run` returned, a `submit` completion called), so a subscriber
+    ///   that acts on the resolution, cancelling that caller say, cannot change that result.
+    ///
     /// - Parameter bufferSize: Events the subscriber may fall behind before losing the oldest;
     ///   ``ErrorBusConfiguration/eventBufferSize`` by default.
     public func subscribe(bufferSize: Int? = nil) -> EventSubscription {
