@@ -1,6 +1,10 @@
 public import ArgumentParser
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Varlink
 
 #if canImport(Glibc)

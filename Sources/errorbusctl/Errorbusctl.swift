@@ -1,6 +1,10 @@
 import ArgumentParser
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `errorbusctl`: see and steer errorbusd through its control socket (`io.errorbus.Control`).
 @main
