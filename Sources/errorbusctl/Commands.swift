@@ -1,6 +1,10 @@
 public import ArgumentParser
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Varlink
 
 #if canImport(Glibc)
@@ -11,6 +15,8 @@ import Glibc
 
 struct Status: ControlCommand {
     static let configuration = CommandConfiguration(
+        // Named, not inferred: the manual's synopsis shows the command optional only then.
+        commandName: "status",
         abstract: "Show each service's state and job counts, and the open incidents.",
         discussion: "JSON: the reply of io.errorbus.Control.GetStatus."
     )

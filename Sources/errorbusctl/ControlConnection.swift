@@ -1,6 +1,10 @@
 import ArgumentParser
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Varlink
 

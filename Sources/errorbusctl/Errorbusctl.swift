@@ -1,6 +1,10 @@
 import ArgumentParser
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `errorbusctl`: see and steer errorbusd through its control socket (`io.errorbus.Control`).
 @main
@@ -13,9 +17,12 @@ struct Errorbusctl: AsyncParsableCommand {
             the socket; the commands that change something (retry, discard, cancel, pause, resume, \
             reauth, reload) need root or membership of errorbusd's control group.
 
-            --json prints the daemon's reply as io.errorbus.Control defines it \
-            (`varlinkctl introspect /run/errorbusd/io.errorbus.Control`); watch prints one JSON \
-            object per line.
+            --json prints the daemon's reply as io.errorbus.Control defines it; watch prints one \
+            JSON object per line. The interface with every type, method and error explained: \
+            varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
+            (systemd 255 and later) or, with any systemd, the Python reference client \
+            (pip install varlink): python3 -m varlink.cli help \
+            unix:/run/errorbusd/io.errorbus.Control/io.errorbus.Control
 
             Exit status:
               0   success
@@ -25,7 +32,8 @@ struct Errorbusctl: AsyncParsableCommand {
               69  errorbusd is not running (nothing listens on the socket, or it stopped
                   without answering)
               77  permission denied (socket or method)
-              78  errorbusd cannot start: its configuration is unusable (the reason is printed)
+              78  errorbusd cannot start: its configuration is unusable (the reason is
+                  printed)
             """,
         version: ErrorBusVersion.current,
         subcommands: [

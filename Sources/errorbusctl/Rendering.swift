@@ -1,5 +1,9 @@
 import ErrorBusControl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The human forms of the daemon's replies.
 extension Output {

@@ -18,6 +18,13 @@ struct Errorbusd: AsyncParsableCommand {
             Runs in the foreground until SIGTERM or SIGINT (graceful shutdown) and reloads its \
             configuration on SIGHUP. A configuration that cannot be used exits with status 78 \
             (EX_CONFIG), naming the file, the key and why.
+
+            Exit status:
+              0   stopped by SIGTERM or SIGINT; with --check-config: the configuration
+                  can be used
+              1   stopped on an error (logged, and told to systemd with ERRNO=)
+              64  invalid arguments
+              78  the configuration cannot be used (EX_CONFIG)
             """,
         version: ErrorBusVersion.current
     )
