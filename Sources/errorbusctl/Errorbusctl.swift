@@ -63,6 +63,10 @@ struct Errorbusctl: AsyncParsableCommand {
         await main(nil)
     }
 
+    /// Options of the root command whose value is the next argument: ours, and
+    /// swift-argument-parser's own.
+    static let optionsWithValue: Set<String> = ["--socket", "--generate-completion-script"]
+
     /// The first argument that is neither an option (nor an option's value) nor a command's name:
     /// without this, the default command (status) would take it and print its own usage.
     static func unknownCommand(in arguments: [String]) -> String? {
@@ -71,8 +75,8 @@ struct Errorbusctl: AsyncParsableCommand {
             let argument = arguments[index]
             if argument == "--" { return nil }
             if argument.hasPrefix("-") {
-                // The only option before a command that takes a value.
-                if argument == "--socket" { index += 1 }
+                // The options before a command that take a value in the next argument.
+                if Self.optionsWithValue.contains(argument) { index += 1 }
                 index += 1
                 continue
             }

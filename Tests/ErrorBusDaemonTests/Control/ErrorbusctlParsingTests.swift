@@ -47,6 +47,8 @@ import Testing
         #expect(Errorbusctl.unknownCommand(in: ["--json", "status", "bogus"]) == nil)
         #expect(Errorbusctl.unknownCommand(in: []) == nil)
         #expect(Errorbusctl.unknownCommand(in: ["help", "retry"]) == nil)
+        // swift-argument-parser's own option with a value, as scripts/install uses it.
+        #expect(Errorbusctl.unknownCommand(in: ["--generate-completion-script", "bash"]) == nil)
     }
 
     @Test func jobsChecksItsFilter() throws {
