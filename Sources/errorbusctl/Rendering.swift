@@ -35,7 +35,7 @@ extension Output {
         var lines: [String] = []
         let bus = status.running ? paint("running", .good) : paint("not running", .bad)
         lines.append("errorbusd \(status.version), started \(relative(status.startedAt)), bus \(bus)")
-        lines.append("status: \(status.statusLine)")
+        lines.append("Status: \(status.statusLine)")
         lines.append("")
         lines.append(table(
             ["SERVICE", "STATE", "QUEUED", "IN FLIGHT", "PARKED", "DEAD", "LAST ERROR"],
