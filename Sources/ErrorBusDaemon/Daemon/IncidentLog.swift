@@ -39,7 +39,7 @@ struct IncidentLog: Service {
                     "MESSAGE_ID": "\(ended)",
                     "ERRORBUS_INCIDENT": "\(incident.id)",
                     "ERRORBUS_SERVICE": "\(incident.service)",
-                    "ERRORBUS_CATEGORY": "\(incident.category)",
+                    "ERRORBUS_CATEGORY": "\(incident.cause == ErrorBus.operatorPauseCause ? "paused" : incident.category)",
                     "ERRORBUS_SCOPE": "\(incident.scope)",
                     "ERRORBUS_FAILURES": "\(incident.failures)",
                     "ERRORBUS_JOBS": "\(incident.parked)",
