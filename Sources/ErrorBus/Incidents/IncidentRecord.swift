@@ -116,7 +116,8 @@ enum HoldKey: Hashable, Sendable {
     }
 }
 
-/// A job with what it takes to run it again (seed 003's command object): what the bus parks.
+/// A job with what it takes to run it again (a command object: job, operation, completion):
+/// what the bus parks, and resubmits once its incident's cause is gone.
 struct Command: Sendable {
     /// Unique per command, for withdrawing it.
     let serial: UInt64

@@ -1,4 +1,4 @@
-/// A responder's answer to a failure, and what a caller is told to do (seed 002).
+/// A responder's answer to a failure, and what a caller is told to do.
 public enum Evaluation: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Handled; carry on as is natural (e.g. keep the last good copy).
     case proceed

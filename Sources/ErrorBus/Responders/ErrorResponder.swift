@@ -1,4 +1,4 @@
-/// A link in a service's responder chain (seed 002): it may handle a failure and answer, rewrite
+/// A link in a service's responder chain: it may handle a failure and answer, rewrite
 /// it, or pass it on. Failures no responder handles get the bus's default policy.
 ///
 /// Responders run on the bus for every failure of their service, so they must be quick and must

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The one place the daemon calls the kernel through (STYLE practice 6, in the shape of
+/// The one place the daemon calls the kernel through (in the shape of
 /// swift-nio's `syscall` in `NIOPosix/System.swift`): `-1` becomes a ``SystemCallError`` with
 /// `errno` and the call's name, and `EINTR` is retried.
 enum SystemCall {

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 
-/// The remote API the errorbus services speak (SPEC.md, "The remote API"): token, items,
+/// The remote API the errorbus services speak (docs/sandbox.md, "The API it serves"): token, items,
 /// resources and the probe, plus the captive portal's `/login` page.
 ///
 /// Faults and counting happen around it, in ``FaultInjectionMiddleware``; the handlers here only

@@ -5,7 +5,7 @@ import HummingbirdCore
 import NIOCore
 
 /// `errorbus-sandbox` as a service: a local HTTP server that speaks the remote API the errorbus
-/// services use and misbehaves on request (SPEC.md, "The remote API the services speak").
+/// services use and misbehaves on request (docs/sandbox.md, "The API it serves").
 ///
 /// Nothing happens until ``run()``; it returns after a graceful shutdown (in-flight requests
 /// answered) or throws if it cannot bind. Run it in a `ServiceGroup`, or directly in a test.
