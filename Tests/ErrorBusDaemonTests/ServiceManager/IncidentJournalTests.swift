@@ -10,7 +10,9 @@ import TestSupport
 /// its MESSAGE_ID and ERRORBUS_* fields, read back with journalctl.
 @Suite(.timeLimit(.minutes(1)))
 struct IncidentJournalTests {
-    @Test func aBurstOf100000FailuresWithOneCauseIsTwoJournalEntries() async throws {
+    /// A bus whose incident log writes to the real journal under an identifier of its own, with
+    /// a store in a temporary directory (returned so that it lives as long as the test).
+    static func journaledBus() throws -> (identifier: String, store: JobStore, bus: ErrorBus, log: IncidentLog, directory: TemporaryDirectory) {
         try Journald.ensureRunning()
         let identifier = "errorbus-test-\(UInt32.random(in: 0...UInt32.max))"
         let writer = JournalWriter()
@@ -19,7 +21,12 @@ struct IncidentJournalTests {
         let directory = try TemporaryDirectory()
         let store = try JobStore(directory: directory.path, logger: logger)
         let bus = ErrorBus(logger: logger)
-        let log = IncidentLog(bus: bus, store: store, logger: logger)
+        return (identifier, store, bus, IncidentLog(bus: bus, store: store, logger: logger), directory)
+    }
+
+    @Test func aBurstOf100000FailuresWithOneCauseIsTwoJournalEntries() async throws {
+        let (identifier, store, bus, log, directory) = try Self.journaledBus()
+        defer { withExtendedLifetime(directory) {} }  // the store's directory, until the test ends
         let events = await bus.subscribe()
 
         let failure = Failure(
@@ -64,15 +71,8 @@ struct IncidentJournalTests {
     }
 
     @Test func anOperatorsPauseIsToldAsSuchAndOneIsSingular() async throws {
-        try Journald.ensureRunning()
-        let identifier = "errorbus-test-\(UInt32.random(in: 0...UInt32.max))"
-        let writer = JournalWriter()
-        var logger = Logger(label: "errorbusd") { JournalLogHandler(label: $0, writer: writer, syslogIdentifier: identifier) }
-        logger.logLevel = .info
-        let directory = try TemporaryDirectory()
-        let store = try JobStore(directory: directory.path, logger: logger)
-        let bus = ErrorBus(logger: logger)
-        let log = IncidentLog(bus: bus, store: store, logger: logger)
+        let (identifier, store, bus, log, directory) = try Self.journaledBus()
+        defer { withExtendedLifetime(directory) {} }  // the store's directory, until the test ends
         let events = await bus.subscribe()
 
         let paused = await bus.pause("sync")
