@@ -234,7 +234,8 @@ extension Control {
 
     // MARK: - Jobs
 
-    /// Where a stored job is.
+    /// Where a stored job is. `parked`: errorbusd's bus holds it, under `incident`, or with no
+    /// incident while its retry waits for the retry budget.
     public enum JobState: String, Codable, Sendable, CaseIterable, VarlinkEnum {
         case queued, inFlight, parked, delivered, deadLettered, discarded
     }
@@ -320,6 +321,21 @@ extension Control {
         public init(id: String, service: String? = nil) {
             self.id = id
             self.service = service
+        }
+    }
+
+    /// The parameters of `JobNotActionable`.
+    public struct JobProblem: Codable, Sendable, Equatable {
+        public var id: String
+        public var service: String
+        public var state: JobState
+        public var reason: String
+
+        public init(id: String, service: String, state: JobState, reason: String) {
+            self.id = id
+            self.service = service
+            self.state = state
+            self.reason = reason
         }
     }
 

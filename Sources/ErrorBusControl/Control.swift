@@ -130,7 +130,14 @@ public enum Control {
     public static let noSuchJob = VarlinkErrorDeclaration<JobReference>(
         interface: interfaceName,
         name: "NoSuchJob",
-        documentation: "No job of this id is in a state the method acts on."
+        documentation: "errorbusd has no job of this id."
+    )
+
+    /// `JobNotActionable`
+    public static let jobNotActionable = VarlinkErrorDeclaration<JobProblem>(
+        interface: interfaceName,
+        name: "JobNotActionable",
+        documentation: "The job exists, but the method does not act on a job in its state; reason says\nwhat becomes of it instead."
     )
 
     /// `NoSuchService`
@@ -189,7 +196,7 @@ public enum Control {
                     .method(listDeadLetters), .method(watch),
                     .method(retry), .method(discard), .method(cancel), .method(pause), .method(resume),
                     .method(reauthenticate), .method(reload), .method(getMetrics),
-                    .error(noSuchIncident), .error(noSuchJob), .error(noSuchService), .error(permissionDenied),
+                    .error(noSuchIncident), .error(noSuchJob), .error(jobNotActionable), .error(noSuchService), .error(permissionDenied),
                     .error(invalidTarget), .error(reloadFailed), .error(configurationUnusable), .error(storeUnavailable),
                 ]
             )

@@ -61,7 +61,10 @@ enum ControlConnection {
             return "no incident \(reference.id)"
         }
         if let reference = try? Control.noSuchJob.parameters(of: error) {
-            return "no job \(reference.id) of \(reference.service ?? "sync") in a state this command acts on"
+            return "no job \(reference.id) of \(reference.service ?? "sync")"
+        }
+        if let problem = try? Control.jobNotActionable.parameters(of: error) {
+            return "job \(problem.id) of \(problem.service) is \(problem.state.rawValue): \(problem.reason)"
         }
         if let reference = try? Control.noSuchService.parameters(of: error) {
             return "no service \(reference.service) (sync, loader, auth)"

@@ -64,8 +64,8 @@ struct CrashLoop {
                         Output.line("D \(id)")
                     }
                 case 10..<13:
-                    try store.markParked(id, incident: 7)
-                    Output.line("P \(id)")
+                    try store.markDiscarded(id, reason: "discarded by an operator")
+                    Output.line("Z \(id)")
                 case 13..<15:
                     try store.markDeadLettered(id, reason: "422: the payload is not valid", incident: 8)
                     Output.line("X \(id)")

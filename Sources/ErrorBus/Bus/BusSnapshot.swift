@@ -10,6 +10,8 @@ public struct BusSnapshot: Sendable {
     public var parkedByService: [String: [ErrorCategory.Kind: Int]]
     /// Retries waiting for the retry budget.
     public var waitingForBudget: Int
+    /// Jobs the bus holds by service: parked under incidents, or waiting for the retry budget.
+    public var heldByService: [String: Int]
     /// Tokens in the retry budget.
     public var retryBudgetTokens: Double
     /// Jobs stopped because parking was full, since the bus started.

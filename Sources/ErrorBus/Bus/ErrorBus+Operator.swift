@@ -1,3 +1,5 @@
+import DequeModule
+
 extension ErrorBus {
     // MARK: - Operator actions
 
@@ -34,7 +36,31 @@ extension ErrorBus {
         return commands
     }
 
-    /// Stops one parked job with ``JobStopped/Reason/cancelledByOperator``.
+    /// Runs a held job's next attempt now. A job parked under an incident goes when its
+    /// incident does: the incident takes its next step now (``retry(incident:)``). A retry
+    /// waiting for the retry budget runs at once, outside the budget.
+    ///
+    /// - Returns: The incident the job is parked under, or `nil` for a retry that was waiting
+    ///   for the budget.
+    @discardableResult
+    public func retry(job id: String, service: String) throws(ErrorBusError) -> IncidentID? {
+        guard let held = heldJob(id: id, service: service) else { throw .noSuchJob(service: service, id: id) }
+        if let incident = held.incident {
+            try retry(incident: incident)
+            return incident
+        }
+        work.yield(.retryNow(job: held.job))
+        return nil
+    }
+
+    /// Takes a retry that waits for the budget out of the queue, for ``retry(job:service:)``.
+    func takeBudgetWaiter(_ job: Job) -> Command? {
+        guard let index = budgetWaiters.firstIndex(where: { $0.job == job }) else { return nil }
+        return budgetWaiters.remove(at: index)
+    }
+
+    /// Stops one held job (parked, or waiting for the retry budget) with
+    /// ``JobStopped/Reason/cancelledByOperator``.
     public nonisolated func cancel(job id: String, service: String) async throws(ErrorBusError) {
         let (command, incident) = try await takeParked(job: id, service: service)
         let stopped = JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: incident)
@@ -138,11 +164,14 @@ extension ErrorBus {
         let now = clock.now()
         let open = incidents.values.sorted { $0.id < $1.id }
         var parkedByService: [String: [ErrorCategory.Kind: Int]] = [:]
+        var heldByService: [String: Int] = [:]
         for incident in open {
             for (service, count) in incident.parkedByService {
                 parkedByService[service, default: [:]][incident.fingerprint.kind, default: 0] += count
+                heldByService[service, default: 0] += count
             }
         }
+        for command in budgetWaiters { heldByService[command.job.service, default: 0] += 1 }
         creditSuccesses()
         return BusSnapshot(
             incidents: open.map { $0.snapshot(at: now) },
@@ -150,6 +179,7 @@ extension ErrorBus {
             parkedJobs: parkedTotal,
             parkedByService: parkedByService,
             waitingForBudget: budgetWaiters.count,
+            heldByService: heldByService,
             retryBudgetTokens: budget.tokens,
             overflowedJobs: overflowCount,
             isRunning: lifecycle == .running
@@ -167,6 +197,40 @@ extension ErrorBus {
     public func parkedJobs(in id: IncidentID) throws(ErrorBusError) -> [Job] {
         guard let incident = incidents[id] else { throw .noSuchIncident(id) }
         return incident.parked.map(\.job)
+    }
+
+    /// Every job the bus holds, optionally of one service: the retries waiting for the retry
+    /// budget (oldest first), then the jobs parked under each open incident (oldest incident
+    /// first, each in release order).
+    ///
+    /// Walks every held job: meant for an operator's question, not for every job a service runs.
+    public func heldJobs(service: String? = nil) -> [HeldJob] {
+        var held: [HeldJob] = []
+        for command in budgetWaiters where service == nil || command.job.service == service {
+            held.append(HeldJob(job: command.job, incident: nil))
+        }
+        for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
+            if let service, incident.parkedByService[service] == nil { continue }
+            for command in incident.parked where service == nil || command.job.service == service {
+                held.append(HeldJob(job: command.job, incident: incident.id))
+            }
+        }
+        return held
+    }
+
+    /// Where the bus holds one job, or `nil` when it does not hold it: running, finished, or
+    /// never submitted.
+    public func heldJob(id: String, service: String) -> HeldJob? {
+        let matches: (Command) -> Bool = { $0.job.id == id && $0.job.service == service }
+        if let command = budgetWaiters.first(where: matches) {
+            return HeldJob(job: command.job, incident: nil)
+        }
+        for incident in incidents.values where incident.parkedByService[service] != nil {
+            if let command = incident.parked.first(where: matches) {
+                return HeldJob(job: command.job, incident: incident.id)
+            }
+        }
+        return nil
     }
 
     /// Subscribes to the bus's events. The subscription starts with a snapshot taken at the same

@@ -65,8 +65,9 @@ public actor ErrorBus {
 
     /// Work the actor hands to ``run()``'s task group: timers, probes, canaries, releases.
     ///
-    /// Items name incidents, never commands: a command stays parked in its incident until the
-    /// task that runs it takes it, so work that a shutdown cuts short loses nothing.
+    /// Items name incidents or jobs, never commands: a command stays parked in its incident (or
+    /// in the budget's queue) until the task that runs it takes it, so work that a shutdown cuts
+    /// short loses nothing.
     nonisolated let work: AsyncStream<Work>.Continuation
     let workStream: AsyncStream<Work>
 
@@ -78,6 +79,7 @@ public actor ErrorBus {
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
         case release(IncidentID, generation: UInt64)
         case withdraw(serial: UInt64)
+        case retryNow(job: Job)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -182,6 +184,9 @@ public actor ErrorBus {
             await runRelease(id, generation: generation)
         case .withdraw(let serial):
             await withdraw(serial: serial)
+        case .retryNow(let job):
+            // Taken when its task starts: the budget's wake-up may have run it meanwhile.
+            if let command = await takeBudgetWaiter(job) { await runHeld(command, .retry) }
         }
     }
 

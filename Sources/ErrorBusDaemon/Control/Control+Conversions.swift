@@ -67,55 +67,31 @@ extension Control.Incident {
 }
 
 extension Control.Category {
+    /// The wire's name for a category: the same raw value.
     init(_ kind: ErrorCategory.Kind) {
-        switch kind {
-        case .unreachable: self = .unreachable
-        case .rateLimited: self = .rateLimited
-        case .transient: self = .transient
-        case .unauthenticated: self = .unauthenticated
-        case .invalid: self = .invalid
-        case .fatal: self = .fatal
-        }
+        self.init(rawValue: kind.rawValue)!
     }
 }
 
 extension Control.JobState {
+    /// The wire's name for a stored state: the same raw value. (`parked` is the bus's to tell.)
     init(_ state: JobState) {
-        switch state {
-        case .queued: self = .queued
-        case .inFlight: self = .inFlight
-        case .parked: self = .parked
-        case .delivered: self = .delivered
-        case .deadLettered: self = .deadLettered
-        case .discarded: self = .discarded
-        }
-    }
-}
-
-extension JobState {
-    init(_ state: Control.JobState) {
-        switch state {
-        case .queued: self = .queued
-        case .inFlight: self = .inFlight
-        case .parked: self = .parked
-        case .delivered: self = .delivered
-        case .deadLettered: self = .deadLettered
-        case .discarded: self = .discarded
-        }
+        self.init(rawValue: state.rawValue)!
     }
 }
 
 extension Control.Job {
-    init(_ job: OutboxJob) {
+    /// A stored job; `held` is where the bus holds it, if it does.
+    init(_ job: OutboxJob, held: HeldJob? = nil) {
         self.init(
             id: job.id,
             service: job.service,
             file: job.fileName,
             size: Int(job.size),
-            state: Control.JobState(job.state),
+            state: held == nil ? Control.JobState(job.state) : .parked,
             attempts: job.attempts,
             lastError: job.lastError,
-            incident: job.incident.map { Int($0) },
+            incident: (held.map { $0.incident?.rawValue } ?? job.incident).map { Int($0) },
             reason: job.reason,
             createdAt: ControlTime.format(job.createdAt),
             updatedAt: ControlTime.format(job.updatedAt)

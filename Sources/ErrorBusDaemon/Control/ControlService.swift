@@ -39,10 +39,10 @@ struct ControlService: Sendable {
         try router.implement(Control.getMetrics) { _, _ in try await exposition() }
         try router.implement(Control.listIncidents) { filter, _ in try await incidents(filter) }
         try router.implement(Control.getIncident) { reference, _ in try await incident(reference.id) }
-        try router.implement(Control.listJobs) { filter, _ in try jobs(filter) }
+        try router.implement(Control.listJobs) { filter, _ in try await jobs(filter) }
         try router.implement(Control.listDeadLetters) { filter, _ in
             let jobs = try storeCall { () throws(StoreError) in try store.deadLetters(incident: filter.incident.map(UInt64.init)) }
-            return Control.JobList(jobs: jobs.map(Control.Job.init), total: jobs.count)
+            return Control.JobList(jobs: jobs.map { Control.Job($0) }, total: jobs.count)
         }
         try router.implementStreaming(Control.watch) { _, _, replies in try await watch(replies) }
 
@@ -50,10 +50,8 @@ struct ControlService: Sendable {
         try implementMutating(Control.discard, in: &router) { target in try await discard(target) }
         try implementMutating(Control.cancel, in: &router) { reference in
             let service = reference.service ?? SyncService.service
-            do {
-                try await bus.cancel(job: reference.id, service: service)
-            } catch {
-                throw Control.noSuchJob.error(.init(id: reference.id, service: service))
+            guard (try? await bus.cancel(job: reference.id, service: service)) != nil else {
+                throw try notActionable(reference.id, service: service, by: .cancel)
             }
             return VarlinkEmpty()
         }
@@ -167,8 +165,9 @@ struct ControlService: Sendable {
                 name: name,
                 state: Self.state(of: holding, running: snapshot.isRunning),
                 queued: counts.queued,
-                inFlight: counts.inFlight,
-                parked: snapshot.parkedByService[name]?.values.reduce(0, +) ?? 0,
+                // The store keeps the jobs the bus holds in flight; the bus knows which.
+                inFlight: max(0, counts.inFlight - (snapshot.heldByService[name] ?? 0)),
+                parked: snapshot.heldByService[name] ?? 0,
                 dead: counts.deadLettered,
                 lastError: lastError,
                 incidents: holding.map { Int($0.id.rawValue) }
@@ -229,13 +228,38 @@ struct ControlService: Sendable {
         throw Control.noSuchIncident.error(.init(id: id))
     }
 
-    func jobs(_ filter: Control.JobFilter) throws -> Control.JobList {
-        let state = filter.state.map(JobState.init)
+    /// The store's jobs, each as the bus holds it: the store keeps a job the bus holds (parked,
+    /// or waiting for the retry budget) in flight, and only the bus knows where it waits.
+    func jobs(_ filter: Control.JobFilter) async throws -> Control.JobList {
         let limit = min(max(filter.limit ?? 100, 0), 1000)
+        let offset = max(0, filter.offset ?? 0)
+        let held = await bus.heldJobs(service: filter.service ?? SyncService.service)
+        let heldByID = Dictionary(held.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
         return try storeCall { () throws(StoreError) in
-            let jobs = try store.jobs(service: filter.service, state: state, offset: filter.offset ?? 0, limit: limit)
-            let counts = try store.counts(service: filter.service)
-            return Control.JobList(jobs: jobs.map(Control.Job.init), total: state.map { counts[$0] } ?? counts.total)
+            switch filter.state {
+            case .parked:
+                let page = held.dropFirst(offset).prefix(limit)
+                let jobs = try store.jobs(ids: page.map(\.job.id))
+                return Control.JobList(jobs: jobs.map { Control.Job($0, held: heldByID[$0.id]) }, total: held.count)
+            case .inFlight:
+                let jobs = try store.jobs(
+                    service: filter.service,
+                    state: .inFlight,
+                    excluding: Set(heldByID.keys),
+                    offset: offset,
+                    limit: limit
+                )
+                let counts = try store.counts(service: filter.service)
+                return Control.JobList(jobs: jobs.map { Control.Job($0) }, total: max(0, counts.inFlight - held.count))
+            case let state:
+                let state = state.flatMap { JobState(rawValue: $0.rawValue) }
+                let jobs = try store.jobs(service: filter.service, state: state, offset: offset, limit: limit)
+                let counts = try store.counts(service: filter.service)
+                return Control.JobList(
+                    jobs: jobs.map { Control.Job($0, held: $0.state == .inFlight ? heldByID[$0.id] : nil) },
+                    total: state.map { counts[$0] } ?? counts.total
+                )
+            }
         }
     }
 
@@ -294,13 +318,12 @@ struct ControlService: Sendable {
                 await sync.wakeUp()
                 return Control.Count(count: 1)
             }
-            // A parked job goes when its incident does: retry that.
-            if let job = try storeCall({ () throws(StoreError) in try store.job(id) }), job.state == .parked, let incident = job.incident,
-                (try? await bus.retry(incident: IncidentID(rawValue: incident))) != nil
-            {
+            // A job the bus holds: a parked one goes when its incident does, which takes its
+            // next step now; a retry waiting for the budget runs now.
+            if (try? await bus.retry(job: id, service: SyncService.service)) != nil {
                 return Control.Count(count: 1)
             }
-            throw Control.noSuchJob.error(.init(id: id, service: SyncService.service))
+            throw try notActionable(id, service: SyncService.service, by: .retry)
         case .deadLetters:
             let requeued = try storeCall { () throws(StoreError) in try store.retryDeadLetters() }
             if requeued > 0 { await sync.wakeUp() }
@@ -324,15 +347,40 @@ struct ControlService: Sendable {
             if try storeCall({ () throws(StoreError) in try store.discardDeadLetter(id) }) != nil {
                 return Control.Count(count: 1)
             }
-            if let job = try storeCall({ () throws(StoreError) in try store.job(id) }), job.state == .parked,
-                (try? await bus.cancel(job: id, service: job.service)) != nil
-            {
+            // A job the bus holds stops; sync records it discarded.
+            if (try? await bus.cancel(job: id, service: SyncService.service)) != nil {
                 return Control.Count(count: 1)
             }
-            throw Control.noSuchJob.error(.init(id: id, service: SyncService.service))
+            if try storeCall({ () throws(StoreError) in try store.discardQueued(id) }) {
+                return Control.Count(count: 1)
+            }
+            throw try notActionable(id, service: SyncService.service, by: .discard)
         case .deadLetters:
             let discarded = try storeCall { () throws(StoreError) in try store.discardDeadLetters() }
             return Control.Count(count: discarded.count)
         }
+    }
+
+    /// What a job-naming method acts on.
+    enum JobAction {
+        case retry, discard, cancel
+    }
+
+    /// The error for a job a method did not act on: `NoSuchJob` when the store does not know it,
+    /// `JobNotActionable` with what becomes of it otherwise.
+    func notActionable(_ id: String, service: String, by action: JobAction) throws -> any Error {
+        guard let job = try storeCall({ () throws(StoreError) in try store.job(id) }), job.service == service else {
+            return Control.noSuchJob.error(.init(id: id, service: service))
+        }
+        let reason: String =
+            switch (job.state, action) {
+            case (.queued, .retry): "it is queued, and uploaded as soon as an upload slot is free"
+            case (.queued, _): "it is queued, not held by an incident; discard it with discard --job"
+            case (.inFlight, _): "it is being uploaded, or what became of it is being recorded"
+            case (.deadLettered, _): "it is a dead letter, which no incident holds; discard it with discard --job"
+            case (.delivered, _): "it was delivered"
+            case (.discarded, _): "it was discarded"
+            }
+        return Control.jobNotActionable.error(.init(id: id, service: service, state: Control.JobState(job.state), reason: reason))
     }
 }

@@ -65,8 +65,8 @@ public struct Daemon: Sendable {
         // What the last run left behind, if it ended without stopping (a crash, kill -9, a power
         // loss): a stop queues its jobs again and ends its incidents itself.
         let interrupted = try store.requeueInterrupted()
-        if interrupted.total > 0 {
-            logger.notice("\(interrupted.inFlight) uploads under way and \(interrupted.parked) parked jobs of errorbusd's last run, which ended without stopping, are queued again")
+        if interrupted > 0 {
+            logger.notice("\(IncidentLog.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
         // After a power loss, a delivered job's record may have rolled back while its file's
@@ -157,7 +157,7 @@ public struct Daemon: Sendable {
                 // no cancellation signal): a service that was still stopping may end with this.
                 // What it left is queued again below, as at any stop.
             }
-            try await Self.stop(store, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
+            try await Self.stop(store, heldByBus: await sync.heldByBusAtStop, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
         } catch {
             try? await http.shutdown()
             throw error
@@ -168,14 +168,18 @@ public struct Daemon: Sendable {
 
     /// Once every service has stopped: queues again what was cut off or held, ends the
     /// incidents still open, says so, and closes the store.
-    static func stop(_ store: JobStore, drainTimeout: Duration, logger: Logger) async throws {
+    ///
+    /// - Parameter heldByBus: The jobs the bus held (parked, or waiting for the retry budget)
+    ///   when sync stopped; the other jobs left in flight are uploads the drain timeout cut off.
+    static func stop(_ store: JobStore, heldByBus: Int, drainTimeout: Duration, logger: Logger) async throws {
         try await store.flush()
         let left = try store.requeueInterrupted()
-        if left.inFlight > 0 {
-            logger.warning("\(left.inFlight) uploads were still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: they are queued again for the next start")
+        let cutOff = max(0, left - heldByBus)
+        if cutOff > 0 {
+            logger.warning("\(IncidentLog.count(cutOff, "upload")) still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: queued again for the next start")
         }
-        if left.parked > 0 {
-            logger.notice("\(left.parked) jobs held by incidents are queued again for the next start")
+        if left - cutOff > 0 {
+            logger.notice("\(IncidentLog.count(left - cutOff, "job")) held by incidents queued again for the next start")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .shutdown), how: "as errorbusd stopped", logger: logger)
         try await store.close()

@@ -11,7 +11,9 @@ enum StateGauges {
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
         for (service, counts) in pending {
             for state in [JobState.queued, .inFlight, .deadLettered] {
-                Gauge(label: "errorbus_jobs", dimensions: [("service", service), ("state", state.rawValue)]).record(counts[state])
+                // The store keeps the jobs the bus holds in flight: those are parked.
+                let count = state == .inFlight ? max(0, counts[state] - (snapshot.heldByService[service] ?? 0)) : counts[state]
+                Gauge(label: "errorbus_jobs", dimensions: [("service", service), ("state", state.rawValue)]).record(count)
             }
         }
     }

@@ -14,7 +14,6 @@ public struct JobCounts: Sendable, Equatable, CustomStringConvertible {
 
     public var queued: Int { self[.queued] }
     public var inFlight: Int { self[.inFlight] }
-    public var parked: Int { self[.parked] }
     public var delivered: Int { self[.delivered] }
     public var deadLettered: Int { self[.deadLettered] }
     public var discarded: Int { self[.discarded] }

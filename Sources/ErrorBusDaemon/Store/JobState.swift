@@ -1,16 +1,18 @@
 /// Where an outbox job stands.
 ///
-/// A job moves `queued → inFlight → delivered`; a failed attempt sends it back to `queued`, an
-/// outage parks it (`parked`) under an incident, a rejection sets it aside (`deadLettered`) until
-/// an operator retries it (`queued`) or discards it (`discarded`). `delivered` and `discarded`
-/// are final.
+/// A job moves `queued → inFlight → delivered`; a failed attempt sends it back to `queued`, a
+/// rejection sets it aside (`deadLettered`) until an operator retries it (`queued`) or discards
+/// it (`discarded`). `delivered` and `discarded` are final.
+///
+/// A job the bus parks under an incident stays `inFlight` here: the bus is the one owner of
+/// where it waits (``ErrorBus/ErrorBus/heldJobs(service:)``), and the store records only its
+/// outcome.
 public enum JobState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Waiting to be uploaded.
     case queued
-    /// Being uploaded. Back to `queued` at start (``JobStore/requeueInterrupted()``).
+    /// Handed to the bus: being uploaded, or held by the bus until its incident's cause is gone.
+    /// Back to `queued` when errorbusd stops or starts (``JobStore/requeueInterrupted()``).
     case inFlight
-    /// Held back under an incident until its cause is gone. Back to `queued` at start.
-    case parked
     /// The API has it.
     case delivered
     /// The API rejected it; it waits for an operator.

@@ -50,6 +50,16 @@ extension JobStore {
         ) == 1
     }
 
+    /// Gives up a queued job no upload has taken yet. Returns whether it was queued.
+    @discardableResult
+    public func discardQueued(_ id: String) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "discarding queued job \(id)",
+            sql: "UPDATE job SET state = 'discarded', reason = 'discarded by an operator', updatedAt = :now WHERE id = :id AND state = 'queued'"
+        ) == 1
+    }
+
     /// Discards dead letters — all of them, or those of one incident — and returns them as they
     /// now are, so that the service can remove or move their files.
     @discardableResult

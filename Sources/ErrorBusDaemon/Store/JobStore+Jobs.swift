@@ -99,6 +99,43 @@ extension JobStore {
         }
     }
 
+    /// The jobs with these ids, in the order of `ids`; ids the store does not know are left out.
+    public func jobs(ids: [String]) throws(StoreError) -> [OutboxJob] {
+        guard !ids.isEmpty else { return [] }
+        return try read("reading \(ids.count) job(s)") { db in
+            let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
+            return try ids.compactMap { id in try JobRow.fetchOne(statement, arguments: [id])?.job }
+        }
+    }
+
+    /// One page of the jobs in `state`, oldest first, leaving out those whose id is in
+    /// `excluded`: the jobs in flight that the bus does not hold, say. Walks the state's jobs
+    /// from the oldest until the page is full.
+    public func jobs(
+        service: String?,
+        state: JobState,
+        excluding excluded: Set<String>,
+        offset: Int,
+        limit: Int
+    ) throws(StoreError) -> [OutboxJob] {
+        try read("listing jobs") { db in
+            var request = JobRow.filter(Column("state") == state.rawValue)
+            if let service { request = request.filter(Column("service") == service) }
+            let rows = try request.order(Column("seq")).fetchCursor(db)
+            var page: [OutboxJob] = []
+            var skipped = 0
+            while page.count < limit, let row = try rows.next() {
+                guard !excluded.contains(row.id) else { continue }
+                if skipped < offset {
+                    skipped += 1
+                } else {
+                    page.append(row.job)
+                }
+            }
+            return page
+        }
+    }
+
     /// How many jobs are in each state, optionally of one service. Reads the `job_count` rows the
     /// schema's triggers keep: a few rows, however many jobs there are.
     public func counts(service: String? = nil) throws(StoreError) -> JobCounts {
@@ -118,15 +155,15 @@ extension JobStore {
         }
     }
 
-    /// How many jobs of each service are pending (queued, in flight, parked, dead-lettered), from
-    /// the `job_count` rows: as cheap with 100,000 parked jobs as with none. For status displays.
+    /// How many jobs of each service are pending (queued, in flight, dead-lettered), from the
+    /// `job_count` rows: as cheap with 100,000 jobs in flight as with none. For status displays.
     public func pendingCounts() throws(StoreError) -> [String: JobCounts] {
         try read("counting pending jobs") { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT service, state, count FROM job_count
-                    WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') AND count > 0
+                    WHERE state IN ('queued', 'inFlight', 'deadLettered') AND count > 0
                     """
             )
             var counts: [String: JobCounts] = [:]
@@ -157,22 +194,8 @@ extension JobStore {
         try markInFlight([id]) == 1
     }
 
-    /// Parks a job under an incident. Returns whether it was queued, in flight or parked.
-    @discardableResult
-    public func markParked(_ id: String, incident: UInt64) throws(StoreError) -> Bool {
-        try update(
-            [id],
-            "parking job \(id)",
-            sql: """
-                UPDATE job SET state = 'parked', incident = :incident, updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
-                """,
-            ["incident": incident]
-        ) == 1
-    }
-
     /// Sends a job back to the queue after a failed attempt: `attempts` grows by one, `lastError`
-    /// is kept, the incident is cleared. Returns whether it was queued, in flight or parked.
+    /// is kept, the incident is cleared. Returns whether it was queued or in flight.
     @discardableResult
     public func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
         try update(
@@ -181,7 +204,7 @@ extension JobStore {
             sql: """
                 UPDATE job SET state = 'queued', attempts = attempts + 1, lastError = :lastError,
                     incident = NULL, updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
+                WHERE id = :id AND state IN ('queued', 'inFlight')
                 """,
             ["lastError": lastError]
         ) == 1
@@ -203,7 +226,7 @@ extension JobStore {
         """
 
     /// Sets a rejected job aside until an operator retries or discards it; counts as a failed
-    /// attempt. Returns whether it was queued, in flight or parked.
+    /// attempt. Returns whether it was queued or in flight.
     @discardableResult
     public func markDeadLettered(_ id: String, reason: String, incident: UInt64?) throws(StoreError) -> Bool {
         try update(
@@ -212,14 +235,13 @@ extension JobStore {
             sql: """
                 UPDATE job SET state = 'deadLettered', reason = :reason, incident = :incident,
                     attempts = attempts + 1, updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
+                WHERE id = :id AND state IN ('queued', 'inFlight')
                 """,
             ["reason": reason, "incident": incident]
         ) == 1
     }
 
-    /// Gives a job up. Returns whether it was pending (queued, in flight, parked or
-    /// dead-lettered). With a `reason`, it replaces the job's; otherwise a dead letter keeps its.
+    /// Gives a job up. Returns whether it was pending (queued, in flight or dead-lettered). With a `reason`, it replaces the job's; otherwise a dead letter keeps its.
     @discardableResult
     public func markDiscarded(_ id: String, reason: String? = nil) throws(StoreError) -> Bool {
         try update(
@@ -227,7 +249,7 @@ extension JobStore {
             "discarding job \(id)",
             sql: """
                 UPDATE job SET state = 'discarded', reason = COALESCE(:reason, reason), updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked', 'deadLettered')
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'deadLettered')
                 """,
             ["reason": reason]
         ) == 1
@@ -253,26 +275,22 @@ extension JobStore {
 
     // MARK: Start and housekeeping
 
-    /// Every job left `inFlight` or `parked` is `queued` again (incident cleared, attempts
-    /// unchanged). Returns how many of each.
+    /// Every job left `inFlight` is `queued` again (incident cleared, attempts unchanged).
+    /// Returns how many.
     ///
     /// errorbusd calls it when it stops, once its services have, for the uploads the drain
-    /// timeout cut off and the jobs incidents still held; and when it starts, for those of a run
+    /// timeout cut off and the jobs the bus still held; and when it starts, for those of a run
     /// that ended without stopping.
     @discardableResult
-    public func requeueInterrupted() throws(StoreError) -> InterruptedJobs {
+    public func requeueInterrupted() throws(StoreError) -> Int {
         let now = Date.storeNow().storeMilliseconds
         return try write("requeueing interrupted jobs") { db in
-            var interrupted = InterruptedJobs()
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM job WHERE state IN ('inFlight', 'parked') GROUP BY state") {
-                let state: String = row[0]
-                if state == JobState.inFlight.rawValue { interrupted.inFlight = row[1] } else { interrupted.parked = row[1] }
-            }
+            // `parked`: the state earlier builds of errorbusd recorded for jobs the bus held.
             try db.execute(
                 sql: "UPDATE job SET state = 'queued', incident = NULL, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
                 arguments: [now]
             )
-            return interrupted
+            return db.changesCount
         }
     }
 
@@ -293,7 +311,7 @@ extension JobStore {
         let discarded = try write("reconciling jobs with the outbox") { db in
             let pending = try JobRow.fetchAll(
                 db,
-                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') ORDER BY seq"
+                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') ORDER BY seq"
             )
             let statement = try db.cachedStatement(
                 sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?"

@@ -47,6 +47,9 @@ actor SyncService: Service {
     /// bus, or waiting in `unrecorded`. For the stop's log line; the store's claim is what keeps a
     /// job from being started twice (a claimed job is no longer queued).
     private var held = 0
+    /// The jobs the bus still held (parked, or waiting for the retry budget) when this service
+    /// stopped: the daemon tells them apart from uploads its drain timeout cut off.
+    private(set) var heldByBusAtStop = 0
     /// Uploads running in this service's own tasks (first runs; the bus runs released ones).
     private var running = 0
     /// Jobs claimed from the store, next to submit.
@@ -94,6 +97,7 @@ actor SyncService: Service {
             group.addTask { try await untilGracefulShutdown { try await self.rescanPeriodically() } }
             group.addTask { await self.dispatch() }
         }
+        heldByBusAtStop = await bus.heldJobs(service: Self.service).count
         try await store.flush()
         logger.info("sync stopped", metadata: ["held": "\(held)"])
     }
@@ -371,12 +375,8 @@ actor SyncService: Service {
         case .completed:
             await finish(job, .succeeded)
         case .parked(let incident):
-            do {
-                if let incident { try store.markParked(job.id, incident: incident.rawValue) }
-            } catch {
-                await reportStoreFailure(error, doing: "record \(job.fileName) as parked")
-            }
-            // After the store has it: tests wait for this line to read the store.
+            // The bus holds it now, and is the one to ask where (it may park it again under
+            // another incident): the store keeps it in flight until its outcome.
             logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
         case .stopped(let stopped):
             await finish(job, .stopped(stopped))

@@ -357,6 +357,52 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// The bus, not the store, knows where a held job waits: a job an outage parked and its
+    /// release parked again under an operator's pause is listed, retried and discarded there.
+    @Test func aJobParkedAgainUnderAnotherIncidentIsListedRetriedAndDiscardedThere() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            for number in 0..<3 { try daemon.drop("held-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("parked under incident 1", count: 3)
+            let pause = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
+            #expect(pause.id == 2)
+
+            // The outage ends: its canary is delivered, and its release finds sync paused and
+            // parks the other two there.
+            try await sandbox.clearFaults()
+            try await daemon.waitForLog("incident 1 recovered")
+            let parked = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "jobs", "--state", "parked", "--json"))
+            #expect(parked.total == 2)
+            #expect(parked.jobs.map(\.incident) == [2, 2])
+            let all = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init()) }
+            #expect(all.jobs.filter { $0.state == .parked }.map(\.id) == parked.jobs.map(\.id))
+            #expect(all.jobs.filter { $0.state == .delivered }.count == 1)
+            let inFlight = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .inFlight)) }
+            #expect(inFlight.total == 0 && inFlight.jobs.isEmpty)
+            let status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            #expect(status.services.first.map { ($0.parked, $0.inFlight) } ?? (0, 0) == (2, 0))
+
+            // Discarding one stops it where it waits; sync records it discarded.
+            let discarded = try Self.json(Control.Count.self, try await Self.ctl(daemon, "discard", "--job", parked.jobs[0].id, "--json"))
+            #expect(discarded.count == 1)
+            let gone = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .discarded)) }
+            #expect(gone.jobs.map(\.id) == [parked.jobs[0].id])
+
+            // Retrying another retries the incident holding it now: the pause, which releases both.
+            let retried = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "--job", parked.jobs[1].id, "--json"))
+            #expect(retried.count == 1)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.count == 1 }
+            #expect(try await sandbox.items().count == 2)
+
+            // A job in a state no method acts on is told as such.
+            let again = try await Self.ctl(daemon, "retry", "--job", parked.jobs[1].id)
+            #expect(again.status == 1)
+            #expect(again.standardError.contains("job \(parked.jobs[1].id) of sync is delivered: it was delivered"), "\(again.standardError)")
+            let unknown = try await Self.ctl(daemon, "discard", "--job", "0000")
+            #expect(unknown.status == 4)
+        }
+    }
+
     @Test func pauseCancelResumeReloadAndReauthenticate() async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             let paused = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
@@ -372,8 +418,10 @@ struct ControlIntegrationTests {
             let cancelled = try await Self.ctl(daemon, "cancel", parked.jobs[0].id)
             #expect(cancelled.status == 0, "\(cancelled.standardError)")
             #expect(cancelled.standardOutput.contains("cancelled: \(parked.jobs[0].id)"))
+            // The bus no longer holds it: the answer says what the job is now.
             let cancelledAgain = try await Self.ctl(daemon, "cancel", parked.jobs[0].id)
-            #expect(cancelledAgain.status == 4)
+            #expect(cancelledAgain.status == 1)
+            #expect(cancelledAgain.standardError.contains("job \(parked.jobs[0].id) of sync is "), "\(cancelledAgain.standardError)")
 
             let resumed = try Self.json(Control.Count.self, try await Self.ctl(daemon, "resume", "sync", "--json"))
             #expect(resumed.count == 1)

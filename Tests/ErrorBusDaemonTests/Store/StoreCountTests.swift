@@ -50,9 +50,6 @@ import Testing
             try check("enqueue, with duplicates ignored")
             try store.markInFlight(["job-0", "job-1", "job-2", "job-3", "job-4"])
             try check("markInFlight")
-            try store.markParked("job-0", incident: 1)
-            try store.markParked("job-0", incident: 2)
-            try check("markParked, twice")
             try store.markQueued("job-1", lastError: "503")
             try store.markDelivered(["job-2", "job-5"])
             try check("markQueued, markDelivered")
@@ -90,9 +87,12 @@ import Testing
             try queue.close()
 
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            #expect(try store.counts() == JobCounts([.queued: 2, .parked: 1, .delivered: 1, .deadLettered: 1]))
+            // `parked`, which earlier builds recorded for jobs the bus held, is no state of the
+            // store's now: the start queues such jobs again.
+            #expect(try store.counts() == JobCounts([.queued: 2, .delivered: 1, .deadLettered: 1]))
+            #expect(try store.requeueInterrupted() == 1)
             try store.markInFlight("old-0")
-            #expect(try store.pendingCounts()["sync"] == JobCounts([.queued: 1, .inFlight: 1, .parked: 1, .deadLettered: 1]))
+            #expect(try store.pendingCounts()["sync"] == JobCounts([.queued: 2, .inFlight: 1, .deadLettered: 1]))
             try await store.close()
         }
     }

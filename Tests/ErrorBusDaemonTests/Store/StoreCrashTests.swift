@@ -51,7 +51,7 @@ import Testing
             let store = try JobStore(directory: state, logger: StoreTestDirectory.logger())
             try store.requeueInterrupted()
             let counts = try store.counts()
-            #expect(counts.inFlight == 0 && counts.parked == 0)
+            #expect(counts.inFlight == 0)
             #expect(try store.checkIntegrity() == ["ok"])
             try await store.close()
         }
@@ -75,7 +75,7 @@ import Testing
         case queued = "Q"
         case inFlight = "F"
         case delivered = "D"
-        case parked = "P"
+        case discarded = "Z"
         case deadLettered = "X"
         case requeued = "R"
 
@@ -85,9 +85,9 @@ import Testing
             let requeued = job.state == .queued && job.attempts == 1 && job.lastError != nil
             switch self {
             case .queued: return true
-            case .inFlight: return [.inFlight, .delivered, .parked, .deadLettered].contains(job.state) || requeued
+            case .inFlight: return [.inFlight, .delivered, .discarded, .deadLettered].contains(job.state) || requeued
             case .delivered: return job.state == .delivered && job.deliveredAt != nil
-            case .parked: return job.state == .parked && job.incident == 7
+            case .discarded: return job.state == .discarded && job.reason == "discarded by an operator"
             case .deadLettered: return job.state == .deadLettered && job.incident == 8 && job.reason != nil
             case .requeued: return requeued
             }

@@ -52,7 +52,7 @@ import Testing
         try await StoreTestDirectory.withStore { store, _ in
             // Several transactions within one millisecond: the order is the insertion order.
             for batch in 0..<2 { _ = try await store.enqueue(StoreTestDirectory.newJobs(4, prefix: "b\(batch)")) }
-            try store.markParked("b0-1", incident: 1)
+            try store.markInFlight("b0-1")
             try store.markDeadLettered("b0-3", reason: "bad", incident: 2)
 
             let first = try await store.claimQueued(limit: 3)
@@ -68,7 +68,8 @@ import Testing
             try store.markQueued("b1-2", lastError: "timeout")
             try store.markQueued("b0-0", lastError: "timeout")
             #expect(try await store.claimQueued(limit: 5).map(\.id) == ["b0-0", "b1-2"])
-            #expect(try store.counts()[.inFlight] == 6)
+            // Six claimed, and b0-1, in flight before the first claim.
+            #expect(try store.counts()[.inFlight] == 7)
         }
     }
 
@@ -80,18 +81,13 @@ import Testing
             #expect(try store.markInFlight("job-0") == false)  // already in flight
             #expect(try store.job("job-0")?.state == .inFlight)
 
-            #expect(try store.markParked("job-0", incident: 41))
-            var job = try #require(try store.job("job-0"))
-            #expect(job.state == .parked && job.incident == 41 && job.attempts == 0)
-
             #expect(try store.markQueued("job-0", lastError: "connection refused"))
-            job = try #require(try store.job("job-0"))
+            var job = try #require(try store.job("job-0"))
             #expect(job.state == .queued && job.incident == nil && job.attempts == 1 && job.lastError == "connection refused")
 
             #expect(try store.markDeadLettered("job-1", reason: "422: missing field", incident: 42))
             job = try #require(try store.job("job-1"))
             #expect(job.state == .deadLettered && job.reason == "422: missing field" && job.incident == 42 && job.attempts == 1)
-            #expect(try store.markParked("job-1", incident: 1) == false)
             #expect(try store.markQueued("job-1", lastError: nil) == false)
 
             #expect(try store.markDelivered(["job-2", "job-2", "missing"]) == 1)
@@ -112,7 +108,7 @@ import Testing
             // …but delivery is a fact even after a discard.
             #expect(try store.markDelivered(["job-3"]) == 1)
 
-            #expect(try store.markParked("missing", incident: 1) == false)
+            #expect(try store.markQueued("missing", lastError: nil) == false)
             #expect(try store.counts() == JobCounts([.queued: 3, .inFlight: 0, .delivered: 2, .discarded: 1]))
         }
     }
@@ -135,21 +131,20 @@ import Testing
         }
     }
 
-    @Test func jobsInFlightOrParkedAtAStopAreQueuedAgainAtTheNextStart() async throws {
+    @Test func jobsInFlightAtAStopAreQueuedAgainAtTheNextStart() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
             _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
-            try store.markInFlight(["job-0", "job-1"])
-            try store.markParked("job-2", incident: 9)
+            try store.markInFlight(["job-0", "job-1", "job-2"])
             try store.markDeadLettered("job-3", reason: "bad", incident: 10)
             try await store.close()
 
             let restarted = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            #expect(try restarted.requeueInterrupted() == InterruptedJobs(inFlight: 2, parked: 1))
+            #expect(try restarted.requeueInterrupted() == 3)
             #expect(try restarted.counts() == JobCounts([.queued: 4, .deadLettered: 1]))
             #expect(try restarted.job("job-2")?.incident == nil)
             #expect(try restarted.job("job-3")?.incident == 10)
-            #expect(try restarted.requeueInterrupted().total == 0)
+            #expect(try restarted.requeueInterrupted() == 0)
             try await restarted.close()
         }
     }
@@ -158,7 +153,7 @@ import Testing
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
             try store.markDelivered(["job-0"])
-            try store.markParked("job-1", incident: 1)
+            try store.markInFlight("job-1")
             try store.markDeadLettered("job-2", reason: "bad", incident: 2)
 
             var asked: [String] = []

@@ -1,0 +1,17 @@
+/// A job the bus holds instead of running it: parked under an open incident, or a retry
+/// waiting for the retry budget.
+///
+/// The bus is the one owner of this fact. A service that keeps its own record of its jobs
+/// (errorbusd's store) asks ``ErrorBus/heldJobs(service:)`` or ``ErrorBus/heldJob(id:service:)``
+/// rather than mirroring each parking: a job can park, be released and park again under another
+/// incident without its service hearing of it.
+public struct HeldJob: Sendable, Hashable {
+    public var job: Job
+    /// The incident it is parked under; `nil` while its retry waits for the retry budget.
+    public var incident: IncidentID?
+
+    public init(job: Job, incident: IncidentID?) {
+        self.job = job
+        self.incident = incident
+    }
+}
