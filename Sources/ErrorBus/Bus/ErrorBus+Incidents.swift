@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Logging
 import Synchronization
 
@@ -188,7 +193,8 @@ extension ErrorBus {
         incident.generation &+= 1
         incident.next = nil
         incident.resolution = resolution
-        incident.closedAt = now
+        incident.closed = now
+        incident.closedAt = Date()
         transition(incident, to: .resolved)
         incidents[incident.id] = nil
         if openIncidents[incident.fingerprint] === incident {

@@ -1,4 +1,9 @@
 import DequeModule
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// An open incident inside the bus: its policy, its parked commands, its counters.
 /// Confined to the bus actor.
@@ -6,7 +11,9 @@ final class IncidentRecord {
     let id: IncidentID
     let fingerprint: Fingerprint
     let service: String
-    let openedAt: BusInstant
+    /// When it opened, by the bus's clock (for its age) and by the wall clock (for people).
+    let opened: BusInstant
+    let openedAt = Date()
     /// What the incident holds back while it holds its scope; `nil` for `invalid`, and when
     /// failures are grouped per job (its one job is parked; no other is held).
     let holdKey: HoldKey?
@@ -29,13 +36,14 @@ final class IncidentRecord {
     /// recognised and ignored.
     var generation: UInt64 = 0
     var resolution: Resolution?
-    var closedAt: BusInstant?
+    var closed: BusInstant?
+    var closedAt: Date?
 
     init(id: IncidentID, failure: Failure, policy: IncidentPolicy<BusInstant>, at now: BusInstant) {
         self.id = id
         self.fingerprint = failure.fingerprint
         self.service = failure.service
-        self.openedAt = now
+        self.opened = now
         self.holdKey = HoldKey(failure.fingerprint)
         self.category = failure.category
         self.text = failure.text
@@ -91,7 +99,9 @@ final class IncidentRecord {
             parkedByService: parkedByService,
             released: released,
             deadLettered: deadLettered,
-            age: openedAt.duration(to: closedAt ?? now),
+            age: opened.duration(to: closed ?? now),
+            openedAt: openedAt,
+            closedAt: closedAt,
             next: next.map { .init(step: $0.step, delay: max(.zero, now.duration(to: $0.at))) },
             resolution: resolution
         )

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
 /// An incident as a status display shows it: what, where, how much, what next.
 public struct IncidentSnapshot: Sendable, Identifiable {
     public var id: IncidentID
@@ -20,8 +26,13 @@ public struct IncidentSnapshot: Sendable, Identifiable {
     public var released: Int
     /// Jobs it set aside as dead letters (`invalid` incidents).
     public var deadLettered: Int
-    /// How long it has been open (for a resolved incident: how long it was open).
+    /// How long it has been open (for a resolved incident: how long it was open), by the bus's
+    /// clock.
     public var age: Duration
+    /// When it opened, by the wall clock: recorded once, when the bus opened it.
+    public var openedAt: Date
+    /// When it ended, by the wall clock: recorded once, when the bus resolved it.
+    public var closedAt: Date?
     /// The policy's next step and how long until it, when one is scheduled.
     public var next: ScheduledStep?
     /// How it ended, once resolved.
@@ -41,7 +52,7 @@ public struct IncidentSnapshot: Sendable, Identifiable {
 }
 
 /// Where an incident stands.
-public struct IncidentState: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct IncidentState: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }
@@ -72,7 +83,7 @@ public struct IncidentState: RawRepresentable, Sendable, Hashable, CustomStringC
 }
 
 /// How an incident ended.
-public struct Resolution: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct Resolution: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }

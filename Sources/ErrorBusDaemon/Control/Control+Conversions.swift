@@ -16,37 +16,17 @@ enum ControlTime {
 }
 
 extension Control.Incident {
-    /// An incident as the bus holds it now.
+    /// An incident as the bus holds it now, with its next step.
     init(_ incident: IncidentSnapshot, now: Date) {
-        self.init(
-            id: Int(incident.id.rawValue),
-            service: incident.service,
-            category: Control.Category(incident.category.kind),
-            scope: incident.fingerprint.scope,
-            cause: incident.fingerprint.cause,
-            state: incident.state.rawValue,
-            title: incident.text.title,
-            message: incident.text.message,
-            next: incident.text.next,
-            failures: incident.failures,
-            parked: incident.parked,
-            released: incident.released,
-            deadLettered: incident.deadLettered,
-            // A resolved snapshot's age is how long it was open; its times come from the store.
-            openedAt: ControlTime.format(now, plus: .zero - incident.age),
-            nextAction: incident.next?.step.rawValue,
-            nextActionAt: incident.next.map { ControlTime.format(now, plus: $0.delay) },
-            resolution: incident.resolution?.rawValue,
-            closedAt: incident.resolution.map { _ in ControlTime.format(now) }
-        )
+        self.init(StoredIncident(incident, updatedAt: now), next: incident.next, now: now)
     }
 
-    /// An incident from the store's history.
-    init(_ incident: StoredIncident) {
+    /// An incident from the store's history, or (with `next`) as the bus holds it.
+    init(_ incident: StoredIncident, next: IncidentSnapshot.ScheduledStep? = nil, now: Date = Date()) {
         self.init(
             id: Int(incident.id),
             service: incident.service,
-            category: ErrorCategory.Kind(rawValue: incident.category).map(Control.Category.init) ?? .fatal,
+            category: Control.Category(rawValue: incident.category) ?? .fatal,
             scope: incident.scope,
             cause: incident.cause,
             state: incident.state.rawValue,
@@ -58,8 +38,8 @@ extension Control.Incident {
             released: incident.released,
             deadLettered: incident.deadLettered,
             openedAt: ControlTime.format(incident.openedAt),
-            nextAction: nil,
-            nextActionAt: nil,
+            nextAction: next?.step.rawValue,
+            nextActionAt: next.map { ControlTime.format(now, plus: $0.delay) },
             resolution: incident.resolution?.rawValue,
             closedAt: incident.closedAt.map(ControlTime.format)
         )

@@ -147,7 +147,7 @@ struct ControlService: Sendable {
                         incident: Int(open.id.rawValue),
                         title: open.text.title,
                         message: open.text.message,
-                        at: ControlTime.format(now, plus: .zero - open.age),
+                        at: ControlTime.format(open.openedAt),
                         open: true
                     )
                 } else if let last = history.first(where: { $0.service == name }) {
@@ -207,7 +207,7 @@ struct ControlService: Sendable {
             let open = Set(incidents.map(\.id))
             let limit = min(max(filter.limit ?? 50, 0), 1000)
             let history = try storeCall { () throws(StoreError) in try store.incidents(limit: limit + open.count) }
-            incidents += history.filter { !open.contains(Int($0.id)) }.prefix(limit).map(Control.Incident.init)
+            incidents += history.filter { !open.contains(Int($0.id)) }.prefix(limit).map { Control.Incident($0) }
         }
         return Control.IncidentList(incidents: incidents)
     }

@@ -4,18 +4,13 @@ import GRDB
 
 /// The incident history: what the bus saw, kept after the bus forgot it and across restarts.
 extension JobStore {
-    /// Records an incident as it stands: inserted the first time its id is seen, updated after.
-    ///
-    /// Wall-clock times come from `now` and the snapshot's `age`: the first record fixes
-    /// `openedAt` (`now - age`); a resolved snapshot sets `closedAt` (`openedAt + age`).
+    /// Records an incident as it stands, at `now`: inserted the first time its id is seen,
+    /// updated after. Its wall-clock times are the bus's.
     @discardableResult
     public func recordIncident(_ snapshot: IncidentSnapshot, at now: Date = Date()) throws(StoreError) -> StoredIncident {
-        try write("recording incident \(snapshot.id)") { db in
-            let openedAt = try IncidentRow.fetchOne(db, key: snapshot.id.rawValue)?.openedAt
-            let row = IncidentRow(snapshot, openedAt: openedAt, now: now)
-            try row.upsert(db)
-            return row.incident
-        }
+        let incident = StoredIncident(snapshot, updatedAt: now)
+        try write("recording incident \(snapshot.id)") { db in try incident.upsert(db) }
+        return incident
     }
 
     /// Closes every incident the history still shows open, as `resolution` at `now`, and
@@ -28,30 +23,30 @@ extension JobStore {
     @discardableResult
     public func closeOpenIncidents(as resolution: Resolution, at now: Date = Date()) throws(StoreError) -> [StoredIncident] {
         try write("closing the incidents left open") { db in
-            let open = try IncidentRow.filter(Column("resolution") == nil).order(Column("id")).fetchAll(db)
+            let open = try StoredIncident.filter(Column("resolution") == nil).order(Column("id")).fetchAll(db)
             let closedAt = Date(storeMilliseconds: now.storeMilliseconds)
-            for var row in open {
-                row.resolution = resolution.rawValue
-                row.state = IncidentState.resolved.rawValue
-                row.updatedAt = closedAt
-                row.closedAt = closedAt
-                try row.update(db)
+            for var incident in open {
+                incident.resolution = resolution
+                incident.state = .resolved
+                incident.updatedAt = closedAt
+                incident.closedAt = closedAt
+                try incident.update(db)
             }
-            return open.map(\.incident)
+            return open
         }
     }
 
     /// The incident with this id.
     public func incident(_ id: UInt64) throws(StoreError) -> StoredIncident? {
         try read("reading incident \(id)") { db in
-            try IncidentRow.fetchOne(db, key: id)?.incident
+            try StoredIncident.fetchOne(db, key: id)
         }
     }
 
     /// The most recent incidents, newest first.
     public func incidents(limit: Int = 100) throws(StoreError) -> [StoredIncident] {
         try read("listing incidents") { db in
-            try IncidentRow.order(Column("id").desc).limit(max(0, limit)).fetchAll(db).map(\.incident)
+            try StoredIncident.order(Column("id").desc).limit(max(0, limit)).fetchAll(db)
         }
     }
 

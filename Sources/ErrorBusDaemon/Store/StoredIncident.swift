@@ -1,9 +1,13 @@
 public import ErrorBus
 public import Foundation
+public import GRDB
 
-/// An incident as the store keeps it: the bus's snapshot with wall-clock times, kept after the
-/// bus forgot it (``JobStore/recordIncident(_:at:)``).
-public struct StoredIncident: Sendable, Equatable, Identifiable {
+/// An incident as the store keeps it, a row of the `incident` table (see ``StoreSchema``): the
+/// bus's snapshot as last recorded, kept after the bus forgot it and across restarts
+/// (``JobStore/recordIncident(_:at:)``).
+public struct StoredIncident: Sendable, Equatable, Identifiable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "incident"
+
     /// The incident's id (``IncidentID/rawValue``).
     public var id: UInt64
     /// The service whose failure opened it.
@@ -27,50 +31,43 @@ public struct StoredIncident: Sendable, Equatable, Identifiable {
     public var released: Int
     public var deadLettered: Int
     public var resolution: Resolution?
-    /// When it opened (wall clock), fixed by its first record.
+    /// When it opened (wall clock), as the bus recorded it.
     public var openedAt: Date
     /// When it was last recorded.
     public var updatedAt: Date
-    /// When it ended: ``openedAt`` plus the resolved snapshot's age.
+    /// When it ended (wall clock), as the bus recorded it; or when a later run of errorbusd
+    /// closed it (``JobStore/closeOpenIncidents(as:at:)``).
     public var closedAt: Date?
 
-    public init(
-        id: UInt64,
-        service: String,
-        category: String,
-        categoryDetail: String,
-        scope: String,
-        cause: String,
-        title: String,
-        message: String,
-        next: String?,
-        state: IncidentState,
-        failures: Int,
-        parked: Int,
-        released: Int,
-        deadLettered: Int,
-        resolution: Resolution?,
-        openedAt: Date,
-        updatedAt: Date,
-        closedAt: Date?
-    ) {
-        self.id = id
-        self.service = service
-        self.category = category
-        self.categoryDetail = categoryDetail
-        self.scope = scope
-        self.cause = cause
-        self.title = title
-        self.message = message
-        self.next = next
-        self.state = state
-        self.failures = failures
-        self.parked = parked
-        self.released = released
-        self.deadLettered = deadLettered
-        self.resolution = resolution
-        self.openedAt = openedAt
-        self.updatedAt = updatedAt
-        self.closedAt = closedAt
+    /// Dates are INTEGER milliseconds since 1970, as everywhere in the store.
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+        StoreDateCoding.encoding
+    }
+
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+        StoreDateCoding.decoding
+    }
+
+    /// An incident as the bus holds it, recorded at `updatedAt`. Times are whole milliseconds,
+    /// as stored, so that what a caller is given equals what it reads back.
+    public init(_ snapshot: IncidentSnapshot, updatedAt: Date = Date()) {
+        self.id = snapshot.id.rawValue
+        self.service = snapshot.service
+        self.category = snapshot.category.kind.rawValue
+        self.categoryDetail = snapshot.category.description
+        self.scope = snapshot.fingerprint.scope
+        self.cause = snapshot.fingerprint.cause
+        self.title = snapshot.text.title
+        self.message = snapshot.text.message
+        self.next = snapshot.text.next
+        self.state = snapshot.state
+        self.failures = snapshot.failures
+        self.parked = snapshot.parked
+        self.released = snapshot.released
+        self.deadLettered = snapshot.deadLettered
+        self.resolution = snapshot.resolution
+        self.openedAt = Date(storeMilliseconds: snapshot.openedAt.storeMilliseconds)
+        self.updatedAt = Date(storeMilliseconds: updatedAt.storeMilliseconds)
+        self.closedAt = snapshot.closedAt.map { Date(storeMilliseconds: $0.storeMilliseconds) }
     }
 }

@@ -1,4 +1,4 @@
-import ErrorBusDaemon
+@testable import ErrorBusDaemon
 import Foundation
 import Testing
 
@@ -10,6 +10,7 @@ import Testing
         state: IncidentState = .waiting,
         failures: Int = 1,
         age: Duration = .seconds(30),
+        openedAt: Date = Date(timeIntervalSince1970: 1_700_000_000),
         resolution: Resolution? = nil
     ) -> IncidentSnapshot {
         IncidentSnapshot(
@@ -25,16 +26,19 @@ import Testing
             released: 3,
             deadLettered: 0,
             age: age,
+            openedAt: openedAt,
+            closedAt: resolution == nil ? nil : openedAt.addingTimeInterval(age.timeInterval),
             next: nil,
             resolution: resolution
         )
     }
 
-    @Test func anIncidentIsInsertedThenUpdatedKeepingWhenItOpened() async throws {
+    @Test func anIncidentIsInsertedThenUpdatedWithTheBusesTimes() async throws {
         try await StoreTestDirectory.withStore { store, _ in
-            let start = Date(timeIntervalSince1970: 1_700_000_000)
-            let opened = try store.recordIncident(snapshot(5, age: .seconds(30)), at: start)
-            #expect(opened.openedAt == start.addingTimeInterval(-30))
+            let openedAt = Date(timeIntervalSince1970: 1_700_000_000.25)
+            let start = openedAt.addingTimeInterval(30)
+            let opened = try store.recordIncident(snapshot(5, age: .seconds(30), openedAt: openedAt), at: start)
+            #expect(opened.openedAt == openedAt)
             #expect(opened.closedAt == nil && opened.resolution == nil)
             #expect(opened.category == "rateLimited")
             #expect(opened.categoryDetail == ErrorCategory.rateLimited(retryAfter: .seconds(20)).description)
@@ -43,13 +47,14 @@ import Testing
             #expect(opened.parked == 12 && opened.released == 3 && opened.failures == 1)
             #expect(try store.incident(5) == opened)
 
-            // 90 s later it is resolved after 2 minutes open, whatever the clock says now.
+            // Recorded 90 s later, resolved after 2 minutes open: the times are the bus's, whenever
+            // the record is written.
             let resolved = try store.recordIncident(
-                snapshot(5, state: .resolved, failures: 400, age: .seconds(120), resolution: .recovered),
+                snapshot(5, state: .resolved, failures: 400, age: .seconds(120), openedAt: openedAt, resolution: .recovered),
                 at: start.addingTimeInterval(90)
             )
             #expect(resolved.openedAt == opened.openedAt)
-            #expect(resolved.closedAt == opened.openedAt.addingTimeInterval(120))
+            #expect(resolved.closedAt == openedAt.addingTimeInterval(120))
             #expect(resolved.updatedAt == start.addingTimeInterval(90))
             #expect(resolved.state == .resolved && resolved.resolution == .recovered && resolved.failures == 400)
             #expect(try store.incident(5) == resolved)

@@ -7,10 +7,16 @@ protocol StoreDates: FetchableRecord, EncodableRecord {}
 
 extension StoreDates {
     static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
-        .custom { $0.storeMilliseconds }
+        StoreDateCoding.encoding
     }
 
     static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
-        .custom { value in Int64.fromDatabaseValue(value).map(Date.init(storeMilliseconds:)) }
+        StoreDateCoding.decoding
     }
+}
+
+/// The strategies of ``StoreDates``, for a public record, which must declare them itself.
+enum StoreDateCoding {
+    static let encoding = DatabaseDateEncodingStrategy.custom { $0.storeMilliseconds }
+    static let decoding = DatabaseDateDecodingStrategy.custom { value in Int64.fromDatabaseValue(value).map(Date.init(storeMilliseconds:)) }
 }
