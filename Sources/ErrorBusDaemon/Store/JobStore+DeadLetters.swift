@@ -7,9 +7,9 @@ extension JobStore {
     /// The dead letters, oldest first: all of them, or those of one incident.
     public func deadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
         try read("listing dead letters") { db in
-            var request = JobRow.filter(Column("state") == JobState.deadLettered.rawValue)
+            var request = OutboxJob.filter(Column("state") == JobState.deadLettered.rawValue)
             if let incident { request = request.filter(Column("incident") == incident) }
-            return try request.order(Column("seq")).fetchAll(db).map(\.job)
+            return try request.order(Column("seq")).fetchAll(db)
         }
     }
 
@@ -66,13 +66,13 @@ extension JobStore {
     public func discardDeadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
         let now = Date.storeNow()
         let discarded = try write("discarding dead letters") { db in
-            var request = JobRow.filter(Column("state") == JobState.deadLettered.rawValue)
+            var request = OutboxJob.filter(Column("state") == JobState.deadLettered.rawValue)
             if let incident { request = request.filter(Column("incident") == incident) }
             let rows = try request.order(Column("seq")).fetchAll(db)
             let statement = try db.cachedStatement(sql: "UPDATE job SET state = 'discarded', updatedAt = ? WHERE id = ?")
             return try rows.map { row in
                 try statement.execute(arguments: [now.storeMilliseconds, row.id])
-                var job = row.job
+                var job = row
                 job.state = .discarded
                 job.updatedAt = now
                 return job
@@ -89,7 +89,7 @@ extension JobStore {
     public func discardDeadLetter(_ id: String) throws(StoreError) -> OutboxJob? {
         let now = Date.storeNow()
         return try write("discarding dead letter \(id)") { db in
-            guard var job = try JobRow.filter(Column("id") == id && Column("state") == JobState.deadLettered.rawValue).fetchOne(db)?.job else {
+            guard var job = try OutboxJob.filter(Column("id") == id && Column("state") == JobState.deadLettered.rawValue).fetchOne(db) else {
                 return nil
             }
             try db.execute(sql: "UPDATE job SET state = 'discarded', updatedAt = ? WHERE id = ?", arguments: [now.storeMilliseconds, id])

@@ -41,8 +41,8 @@ extension JobStore {
                             updatedAt: now
                         )
                     )
-                } else if let existing = try JobRow.filter(Column("id") == job.id).fetchOne(db) {
-                    duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing.job))
+                } else if let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) {
+                    duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
                 }
             }
             return EnqueueResult(inserted: inserted, duplicates: duplicates)
@@ -67,7 +67,7 @@ extension JobStore {
             claimed.reserveCapacity(limit)
             let rows = try Row.fetchCursor(queued, arguments: [limit])
             while let row = try rows.next() {
-                claimed.append((row["seq"], try JobRow(row: row).job))
+                claimed.append((row["seq"], try OutboxJob(row: row)))
             }
             let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE seq = ?")
             return try claimed.map { seq, job in
@@ -85,17 +85,17 @@ extension JobStore {
     /// The job with this id, whatever its state.
     public func job(_ id: String) throws(StoreError) -> OutboxJob? {
         try read("reading job \(id)") { db in
-            try JobRow.filter(Column("id") == id).fetchOne(db)?.job
+            try OutboxJob.filter(Column("id") == id).fetchOne(db)
         }
     }
 
     /// One page of jobs, oldest first, optionally of one service and in one state.
     public func jobs(service: String? = nil, state: JobState? = nil, offset: Int = 0, limit: Int = 100) throws(StoreError) -> [OutboxJob] {
         try read("listing jobs") { db in
-            var request = JobRow.all()
+            var request = OutboxJob.all()
             if let service { request = request.filter(Column("service") == service) }
             if let state { request = request.filter(Column("state") == state.rawValue) }
-            return try request.order(Column("seq")).limit(max(0, limit), offset: max(0, offset)).fetchAll(db).map(\.job)
+            return try request.order(Column("seq")).limit(max(0, limit), offset: max(0, offset)).fetchAll(db)
         }
     }
 
@@ -104,7 +104,7 @@ extension JobStore {
         guard !ids.isEmpty else { return [] }
         return try read("reading \(ids.count) job(s)") { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
-            return try ids.compactMap { id in try JobRow.fetchOne(statement, arguments: [id])?.job }
+            return try ids.compactMap { id in try OutboxJob.fetchOne(statement, arguments: [id]) }
         }
     }
 
@@ -119,7 +119,7 @@ extension JobStore {
         limit: Int
     ) throws(StoreError) -> [OutboxJob] {
         try read("listing jobs") { db in
-            var request = JobRow.filter(Column("state") == state.rawValue)
+            var request = OutboxJob.filter(Column("state") == state.rawValue)
             if let service { request = request.filter(Column("service") == service) }
             let rows = try request.order(Column("seq")).fetchCursor(db)
             var page: [OutboxJob] = []
@@ -129,7 +129,7 @@ extension JobStore {
                 if skipped < offset {
                     skipped += 1
                 } else {
-                    page.append(row.job)
+                    page.append(row)
                 }
             }
             return page
@@ -309,7 +309,7 @@ extension JobStore {
         let now = Date.storeNow()
         let reason = "Its file was gone at start: most likely delivered just before the machine stopped, or removed by hand."
         let discarded = try write("reconciling jobs with the outbox") { db in
-            let pending = try JobRow.fetchAll(
+            let pending = try OutboxJob.fetchAll(
                 db,
                 sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') ORDER BY seq"
             )
@@ -317,9 +317,9 @@ extension JobStore {
                 sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?"
             )
             var discarded: [OutboxJob] = []
-            for row in pending where !fileExists(row.job) {
+            for row in pending where !fileExists(row) {
                 try statement.execute(arguments: [reason, now.storeMilliseconds, row.id])
-                var job = row.job
+                var job = row
                 job.state = .discarded
                 job.reason = reason
                 job.updatedAt = now

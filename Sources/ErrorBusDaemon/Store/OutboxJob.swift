@@ -1,7 +1,11 @@
 public import Foundation
+public import GRDB
 
-/// A durable outbox job: one file to upload with `PUT /v1/items/{id}`.
-public struct OutboxJob: Sendable, Equatable {
+/// A durable outbox job: one file to upload with `PUT /v1/items/{id}`, a row of the `job`
+/// table (see ``StoreSchema``). Read as a record; the store writes jobs with SQL of its own.
+public struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
+    public static let databaseTableName = "job"
+
     /// The content's idempotency key (hex SHA-256). Unique in the store.
     public var id: String
     /// The service that owns the job, e.g. `"sync"`.
@@ -55,5 +59,27 @@ public struct OutboxJob: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.deliveredAt = deliveredAt
+    }
+
+    /// Read by column name, without `Decodable`: a claim decodes every job it takes, and GRDB's
+    /// record decoder took nearly half of the claim's time.
+    public init(row: Row) throws {
+        id = try row.decode(forColumn: "id")
+        service = try row.decode(forColumn: "service")
+        fileName = try row.decode(forColumn: "fileName")
+        path = try row.decode(forColumn: "path")
+        size = try row.decode(forColumn: "size")
+        let state: String = try row.decode(forColumn: "state")
+        guard let known = JobState(rawValue: state) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "job \(id) is in state \(state), which this errorbusd does not know"))
+        }
+        self.state = known
+        attempts = try row.decode(forColumn: "attempts")
+        lastError = try row.decode(forColumn: "lastError")
+        incident = try row.decode(forColumn: "incident")
+        reason = try row.decode(forColumn: "reason")
+        createdAt = Date(storeMilliseconds: try row.decode(forColumn: "createdAt"))
+        updatedAt = Date(storeMilliseconds: try row.decode(forColumn: "updatedAt"))
+        deliveredAt = try row.decode(Int64?.self, forColumn: "deliveredAt").map(Date.init(storeMilliseconds:))
     }
 }
