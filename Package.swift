@@ -77,13 +77,52 @@ let package = Package(
         ),
 
         // MARK: The daemon
+        //
+        // Layers, each importing only those above it: ErrorBusSupport; ErrorBusStore and
+        // ErrorBusHTTP (which know nothing of each other); ErrorBusDaemon; errorbusd.
 
-        // errorbusd's services (sync, loader, auth), HTTP failure classification, the durable
-        // store, configuration, and their assembly into a service group.
+        // What every layer of errorbusd uses: system calls that throw errno errors naming the
+        // call and path, and the texts of durations and byte counts that operators read.
+        .target(
+            name: "ErrorBusSupport"
+        ),
+        // The durable store (SQLite through GRDB): outbox jobs, the incident history, resource
+        // entity tags; batched delivery commits, crash-safe claims, disk-full classification.
+        .target(
+            name: "ErrorBusStore",
+            dependencies: [
+                "ErrorBus",
+                "ErrorBusSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // HTTP failures as the bus's categories: the one classification table of status codes,
+        // transport errors and answer bodies (problem details, OAuth errors, portals, garbage),
+        // Retry-After and challenges, bounded body reads, and the API's reachability probe.
+        .target(
+            name: "ErrorBusHTTP",
+            dependencies: [
+                "ErrorBus",
+                "ErrorBusSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // errorbusd's services (sync, loader, auth), its configuration, the control service,
+        // the network-change monitor, the service manager, and their assembly into a service
+        // group.
         .target(
             name: "ErrorBusDaemon",
             dependencies: [
                 "ErrorBus",
+                "ErrorBusSupport",
+                "ErrorBusStore",
+                "ErrorBusHTTP",
                 "CFileIO",
                 "CNetlink",
                 "Systemd",
@@ -97,7 +136,6 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -159,7 +197,7 @@ let package = Package(
         .executableTarget(
             name: "store-test-helper",
             dependencies: [
-                "ErrorBusDaemon",
+                "ErrorBusStore",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/store-test-helper"
@@ -168,6 +206,9 @@ let package = Package(
             name: "ErrorBusDaemonTests",
             dependencies: [
                 "ErrorBusDaemon",
+                "ErrorBusStore",
+                "ErrorBusHTTP",
+                "ErrorBusSupport",
                 "Systemd",
                 "ErrorBus",
                 "ErrorBusTesting",

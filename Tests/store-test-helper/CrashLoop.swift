@@ -1,4 +1,4 @@
-import ErrorBusDaemon
+import ErrorBusStore
 import Logging
 
 /// Changes jobs as fast as it can, in four concurrent workers, and prints each change once the

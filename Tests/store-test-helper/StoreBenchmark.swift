@@ -1,4 +1,4 @@
-import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Logging
 

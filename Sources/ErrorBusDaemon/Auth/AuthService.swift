@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusHTTP
 import Foundation
 import Logging
 import NIOCore

@@ -1,5 +1,7 @@
 import ErrorBus
 public import ErrorBusControl
+import ErrorBusStore
+import ErrorBusSupport
 import Foundation
 
 /// ISO 8601 in UTC, to the millisecond, as every time of `io.errorbus.Control` is written: a

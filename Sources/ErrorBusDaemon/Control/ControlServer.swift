@@ -1,3 +1,4 @@
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import ErrorBus
 import ErrorBusControl
+import ErrorBusStore
 import Foundation
 import Logging
 import Prometheus

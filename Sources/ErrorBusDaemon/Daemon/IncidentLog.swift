@@ -1,4 +1,6 @@
 import ErrorBus
+import ErrorBusStore
+import ErrorBusSupport
 import Foundation
 import Logging
 import Metrics

@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusStore
 import Metrics
 
 /// Gauges read when metrics are asked for: the bus's state, the store's pending jobs and the

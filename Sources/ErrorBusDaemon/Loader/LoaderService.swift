@@ -1,5 +1,8 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusHTTP
+import ErrorBusStore
+import ErrorBusSupport
 import Foundation
 import Logging
 import NIOCore

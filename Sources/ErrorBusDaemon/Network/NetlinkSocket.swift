@@ -1,5 +1,6 @@
 import CNetlink
 
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,4 @@
+import ErrorBusSupport
 public import Logging
 public import NIOCore
 public import NIOPosix

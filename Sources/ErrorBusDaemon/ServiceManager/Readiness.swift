@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusSupport
 import Logging
 import ServiceLifecycle
 import Systemd

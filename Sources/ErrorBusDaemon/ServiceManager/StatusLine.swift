@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import CFileIO
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

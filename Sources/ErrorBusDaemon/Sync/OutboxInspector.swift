@@ -1,4 +1,5 @@
 import Crypto
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,7 @@ struct OutboxInspector: Sendable {
     func inspect(_ name: String, known: FileStamp?, announced: Bool) -> Inspection {
         if name.hasPrefix(".") { return Inspection(name: name, stamp: nil, verdict: .hidden) }
         let path = directory + "/" + name
-        let info: stat
+        let info: Glibc.stat
         do {
             guard let found = try Self.status(ofLink: path) else { return Inspection(name: name, stamp: nil, verdict: .vanished) }
             info = found
@@ -68,12 +69,12 @@ struct OutboxInspector: Sendable {
         return Inspection(name: name, stamp: stamp, verdict: stamp == known ? .unchanged : verdict(path, info, announced: announced))
     }
 
-    private func verdict(_ path: String, _ info: stat, announced: Bool) -> Verdict {
+    private func verdict(_ path: String, _ info: Glibc.stat, announced: Bool) -> Verdict {
         guard info.st_mode & S_IFMT == S_IFREG else { return .notRegularFile }
         let size = Int64(info.st_size)
         guard size <= maxFileSize else { return .tooLarge(size: size) }
         if !announced {
-            var now = timespec()
+            var now = Glibc.timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let age = Duration.seconds(now.tv_sec - info.st_mtim.tv_sec)
                 + .nanoseconds(now.tv_nsec - info.st_mtim.tv_nsec)
@@ -89,8 +90,8 @@ struct OutboxInspector: Sendable {
     }
 
     /// `lstat(path)`, or nil when nothing is there any more.
-    private static func status(ofLink path: String) throws(SystemCallError) -> stat? {
-        var info = stat()
+    private static func status(ofLink path: String) throws(SystemCallError) -> Glibc.stat? {
+        var info = Glibc.stat()
         do {
             try SystemCall.check("lstat", path: path) { lstat(path, &info) }
         } catch where error.errnoCode == ENOENT {
@@ -155,7 +156,7 @@ struct FileStamp: Equatable, Sendable {
     let modifiedSeconds: Int
     let modifiedNanoseconds: Int
 
-    init(_ info: stat) {
+    init(_ info: Glibc.stat) {
         size = Int64(info.st_size)
         modifiedSeconds = info.st_mtim.tv_sec
         modifiedNanoseconds = info.st_mtim.tv_nsec

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import DequeModule
+import ErrorBusStore
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,7 @@
 import AsyncHTTPClient
+import ErrorBusHTTP
+import ErrorBusStore
+import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif

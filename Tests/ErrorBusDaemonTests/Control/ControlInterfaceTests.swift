@@ -1,6 +1,7 @@
 import ErrorBus
 import ErrorBusControl
 import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Testing
 import Varlink

@@ -1,5 +1,6 @@
 import ErrorBusControl
 @testable import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Glibc
 import GRDB

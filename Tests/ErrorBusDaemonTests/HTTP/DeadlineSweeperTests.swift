@@ -1,3 +1,4 @@
+@testable import ErrorBusHTTP
 import NIOCore
 import NIOEmbedded
 import Synchronization

@@ -1,3 +1,4 @@
+@testable import ErrorBusHTTP
 import Testing
 
 @testable import ErrorBusDaemon

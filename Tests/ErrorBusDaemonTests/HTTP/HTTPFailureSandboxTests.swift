@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusDaemon
+import ErrorBusHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1

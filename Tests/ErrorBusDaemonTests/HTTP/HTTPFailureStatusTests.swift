@@ -1,5 +1,6 @@
 import ErrorBus
 import ErrorBusDaemon
+import ErrorBusHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1

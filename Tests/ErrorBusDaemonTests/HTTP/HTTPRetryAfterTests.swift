@@ -1,4 +1,5 @@
 import ErrorBusDaemon
+import ErrorBusHTTP
 import Foundation
 import Testing
 

@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Logging
 @testable import Sandbox
+import ErrorBusStore
 import TestSupport
 import Varlink
 import Testing

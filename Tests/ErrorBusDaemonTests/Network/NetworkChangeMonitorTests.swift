@@ -1,4 +1,5 @@
 import CNetlink
+import ErrorBusSupport
 import Foundation
 import Glibc
 import Logging

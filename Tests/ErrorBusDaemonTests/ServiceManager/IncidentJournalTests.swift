@@ -1,5 +1,6 @@
 import ErrorBus
 @testable import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Logging
 import Systemd

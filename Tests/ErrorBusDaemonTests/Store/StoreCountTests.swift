@@ -1,4 +1,5 @@
 @testable import ErrorBusDaemon
+@testable import ErrorBusStore
 import Foundation
 import GRDB
 import Testing

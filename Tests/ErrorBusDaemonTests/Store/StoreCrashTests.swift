@@ -1,4 +1,5 @@
 import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Glibc
 import Testing

@@ -1,4 +1,6 @@
 import ErrorBus
+@testable import ErrorBusStore
+import ErrorBusSupport
 import Glibc
 import GRDB
 import Testing

@@ -1,4 +1,6 @@
 @testable import ErrorBusDaemon
+import ErrorBusStore
+import ErrorBusSupport
 import Foundation
 import Testing
 

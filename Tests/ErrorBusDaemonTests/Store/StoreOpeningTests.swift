@@ -1,3 +1,4 @@
+@testable import ErrorBusStore
 import Foundation
 import GRDB
 import InMemoryLogging

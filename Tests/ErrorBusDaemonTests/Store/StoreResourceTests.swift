@@ -1,4 +1,5 @@
 import ErrorBusDaemon
+import ErrorBusStore
 import Testing
 
 @Suite struct StoreResourceTests {

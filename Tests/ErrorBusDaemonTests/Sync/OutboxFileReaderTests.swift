@@ -1,4 +1,5 @@
 @testable import ErrorBusDaemon
+import ErrorBusSupport
 import Foundation
 import Glibc
 import NIOCore

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBusDaemon
+import ErrorBusHTTP
 import Foundation
 import InMemoryLogging
 import Logging

@@ -1,4 +1,5 @@
 import ErrorBusDaemon
+import ErrorBusStore
 import GRDB
 
 /// The daemon's SQLite state, opened read-only beside the running daemon (which holds the

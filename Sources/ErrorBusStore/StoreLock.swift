@@ -1,3 +1,4 @@
+import ErrorBusSupport
 import Glibc
 import Synchronization
 

@@ -1,6 +1,6 @@
 /// Durations in an operator's words: `800 ms`, `5 s`, `2 min 30 s`, `3 h 20 min`.
-enum DurationText {
-    static func format(_ duration: Duration) -> String {
+package enum DurationText {
+    package static func format(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
         if seconds < 1 {
             return "\(max(0, attoseconds / 1_000_000_000_000_000)) ms"

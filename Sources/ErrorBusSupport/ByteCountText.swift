@@ -1,6 +1,6 @@
 /// Byte counts in an operator's words: `512 bytes`, `64 KiB`, `4.7 GiB`.
-enum ByteCountText {
-    static func format(_ bytes: Int) -> String {
+package enum ByteCountText {
+    package static func format(_ bytes: Int) -> String {
         let units = ["KiB", "MiB", "GiB", "TiB"]
         guard bytes >= 1024 else { return bytes == 1 ? "1 byte" : "\(bytes) bytes" }
         var value = Double(bytes) / 1024

@@ -1,3 +1,4 @@
+import ErrorBusSupport
 import GRDB
 import Glibc
 public import Logging

@@ -1,3 +1,4 @@
+import ErrorBusSupport
 import Foundation
 import GRDB
 import Logging

@@ -3,24 +3,24 @@ import Glibc
 #endif
 
 /// A system call that failed, with its `errno`.
-struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct SystemCallError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The call that failed, e.g. `socket` or `bind`.
-    var call: String
+    package var call: String
     /// The `errno` it left, e.g. `EAFNOSUPPORT`.
-    var errnoCode: CInt
+    package var errnoCode: CInt
     /// The file it concerned, if any.
-    var path: String?
+    package var path: String?
 
-    init(call: String, errnoCode: CInt, path: String? = nil) {
+    package init(call: String, errnoCode: CInt, path: String? = nil) {
         self.call = call
         self.errnoCode = errnoCode
         self.path = path
     }
 
     /// `strerror(errno)`.
-    var reason: String { String(cString: strerror(errnoCode)) }
+    package var reason: String { String(cString: strerror(errnoCode)) }
 
-    var description: String {
+    package var description: String {
         // glibc's strerror returns static strings for known codes (a thread-local buffer for
         // unknown ones), so it is safe from any thread.
         let subject = path.map { "\(call)(\($0))" } ?? call

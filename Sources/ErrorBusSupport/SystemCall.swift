@@ -5,7 +5,7 @@ import Glibc
 /// The one place the daemon calls the kernel through (in the shape of
 /// swift-nio's `syscall` in `NIOPosix/System.swift`): `-1` becomes a ``SystemCallError`` with
 /// `errno` and the call's name, and `EINTR` is retried.
-enum SystemCall {
+package enum SystemCall {
     /// Runs one system call; throws if it returned -1.
     ///
     /// `errno` is read right after `body` returns, before anything else can run on this thread;
@@ -16,7 +16,7 @@ enum SystemCall {
     /// - Parameter path: The file the call concerns, for the error's message.
     @inline(never)
     @discardableResult
-    static func check<T: FixedWidthInteger>(
+    package static func check<T: FixedWidthInteger>(
         _ call: StaticString,
         path: String? = nil,
         retryingInterrupted: Bool = true,
@@ -33,7 +33,7 @@ enum SystemCall {
 
     /// `close(descriptor)`, once, whatever it answers (`EINTR` included: on Linux the
     /// descriptor is released either way).
-    static func close(_ descriptor: CInt) throws(SystemCallError) {
+    package static func close(_ descriptor: CInt) throws(SystemCallError) {
         _ = try check("close", retryingInterrupted: false) { Glibc.close(descriptor) }
     }
 }

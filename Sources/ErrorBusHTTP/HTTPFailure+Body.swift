@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusSupport
 public import NIOCore
 
 extension HTTPFailure {

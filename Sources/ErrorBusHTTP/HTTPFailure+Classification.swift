@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix

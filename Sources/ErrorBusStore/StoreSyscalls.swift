@@ -1,3 +1,4 @@
+import ErrorBusSupport
 import Glibc
 
 // The C functions whose names are also the names of their structures.
