@@ -1,6 +1,6 @@
-public import AsyncHTTPClient
-public import ErrorBus
-public import Logging
+package import AsyncHTTPClient
+package import ErrorBus
+package import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -21,24 +21,24 @@ import NIOHTTP1
 /// (``AsyncHTTPClient/HTTPClient/Configuration/errorbusAPI(connectTimeout:readTimeout:)`` is):
 /// a portal's redirect is the most telling answer there is. A client that follows them still
 /// gets an unreachable result (the portal's page is not a 204), with a less precise reason.
-public struct APIProbe: ReachabilityProbe {
+package struct APIProbe: ReachabilityProbe {
     /// Where and how to probe.
-    public struct Configuration: Sendable, Hashable {
+    package struct Configuration: Sendable, Hashable {
         /// The API's base URL, e.g. `https://api.example.net`; its host is the scope probed.
-        public var baseURL: String
+        package var baseURL: String
         /// The probe's path under the base URL, or an absolute `http(s)://` URL.
-        public var probePath: String
+        package var probePath: String
         /// How long one probe may take, answer included.
-        public var timeout: Duration
+        package var timeout: Duration
 
-        public init(baseURL: String, probePath: String = "/healthz", timeout: Duration = .seconds(5)) {
+        package init(baseURL: String, probePath: String = "/healthz", timeout: Duration = .seconds(5)) {
             self.baseURL = baseURL
             self.probePath = probePath
             self.timeout = timeout
         }
 
         /// The URL probed: the base URL without a trailing `/`, then the probe path.
-        public var probeURL: String {
+        package var probeURL: String {
             if probePath.contains("://") { return probePath }
             var base = Substring(baseURL)
             while base.hasSuffix("/") { base = base.dropLast() }
@@ -46,13 +46,13 @@ public struct APIProbe: ReachabilityProbe {
         }
 
         /// The host network failures of the API are scoped by (``HTTPFailure/host``).
-        public var apiHost: String { RequestTarget(url: baseURL).host }
+        package var apiHost: String { RequestTarget(url: baseURL).host }
     }
 
     /// Checks a local condition for a service's `fatal` incident.
-    public typealias LocalCheck = @Sendable () async -> ProbeResult
+    package typealias LocalCheck = @Sendable () async -> ProbeResult
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let client: HTTPClient
     private let localChecks: [String: LocalCheck]
     private let logger: Logger
@@ -62,14 +62,14 @@ public struct APIProbe: ReachabilityProbe {
     ///   - client: a shared client that does not follow redirects.
     ///   - localChecks: checks by service name, for `fatal` scopes.
     ///   - logger: where probe results are logged (debug).
-    public init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
+    package init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
         self.configuration = configuration
         self.client = client
         self.localChecks = localChecks
         self.logger = logger
     }
 
-    public func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
+    package func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
         switch kind {
         case .unreachable, .transient, .rateLimited:
             guard scope.lowercased() == configuration.apiHost else { return .unsupported }

@@ -1,5 +1,5 @@
-public import AsyncHTTPClient
-public import NIOCore
+package import AsyncHTTPClient
+package import NIOCore
 
 extension HTTPClient.Configuration {
     /// A client configuration for errorbusd's API traffic and its probe.
@@ -12,7 +12,7 @@ extension HTTPClient.Configuration {
     ///   bounded by ``AsyncHTTPClient/HTTPClientResponse/collectBody(upTo:deadline:method:url:)``.
     /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
     ///   must not expand past the limit unnoticed.
-    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
+    package static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
         HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: connectTimeout, read: readTimeout),

@@ -1,6 +1,6 @@
-public import AsyncHTTPClient
+package import AsyncHTTPClient
 import Foundation
-public import NIOCore
+package import NIOCore
 import NIOHTTP1
 
 extension HTTPClientResponse {
@@ -18,7 +18,7 @@ extension HTTPClientResponse {
     ///     instead, for the failure ("a bearer token").
     /// - Throws: ``HTTPFailure``: the body's own failures, or `undecodable` (invalid) when it does
     ///   not decode as `Value` or `refusal` refuses what it decodes to.
-    public func decodeBody<Value: Decodable>(
+    package func decodeBody<Value: Decodable>(
         as type: Value.Type,
         upTo limit: Int = 64 * 1024,
         deadline: NIODeadline,

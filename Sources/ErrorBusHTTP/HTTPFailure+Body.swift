@@ -1,12 +1,12 @@
 import ErrorBus
 import ErrorBusSupport
-public import NIOCore
+package import NIOCore
 
 extension HTTPFailure {
     /// How much of an error answer's body is read to explain it (a problem document, an OAuth
     /// error, a line of text): 64 KiB. A longer body is not read further and the failure is
     /// classified by its status alone.
-    public static let errorBodyLimit = 64 * 1024
+    package static let errorBodyLimit = 64 * 1024
 
     /// An answer whose body is not what the request expected: garbage, an HTML page, JSON of
     /// another shape. `invalid`, cause `undecodableResponse`: the same request would get the same
@@ -20,7 +20,7 @@ extension HTTPFailure {
     ///   - expected: what the body should have been, for the message, e.g. `"a JSON token response"`.
     ///   - error: the decoder's error, kept for logs; `nil` when the body decoded but is not
     ///     what was expected (a receipt for another item).
-    public static func undecodable(
+    package static func undecodable(
         method: String,
         url: String,
         status: Int = 200,
@@ -69,7 +69,7 @@ extension HTTPFailure {
     /// - Parameters:
     ///   - limit: the limit in bytes.
     ///   - announced: the `Content-Length` the server announced, if any.
-    public static func bodyTooLarge(method: String, url: String, status: Int? = nil, limit: Int, announced: Int? = nil) -> HTTPFailure {
+    package static func bodyTooLarge(method: String, url: String, status: Int? = nil, limit: Int, announced: Int? = nil) -> HTTPFailure {
         let target = RequestTarget(url: url)
         let size = announced.map { "a body of \(ByteCountText.format($0))" } ?? "a body of more than \(ByteCountText.format(limit))"
         return HTTPFailure(

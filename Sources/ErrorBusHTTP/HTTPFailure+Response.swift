@@ -1,11 +1,11 @@
-public import AsyncHTTPClient
-public import NIOCore
+package import AsyncHTTPClient
+package import NIOCore
 import NIOHTTP1
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
 
 extension HTTPFailure {
@@ -21,7 +21,7 @@ extension HTTPFailure {
     ///     throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
     /// }
     /// ```
-    public static func classifying(
+    package static func classifying(
         _ response: HTTPClientResponse,
         method: String,
         url: String,

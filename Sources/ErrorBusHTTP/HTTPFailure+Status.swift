@@ -1,12 +1,12 @@
 import ErrorBus
 import ErrorBusSupport
-public import NIOCore
-public import NIOHTTP1
+package import NIOCore
+package import NIOHTTP1
 
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
 
 extension HTTPFailure {
@@ -30,7 +30,7 @@ extension HTTPFailure {
     ///     a few KiB; ``HTTPFailure/errorBodyLimit`` is what ``HTTPFailure/classifying(_:method:url:deadline:now:)``
     ///     reads).
     ///   - now: the time `Retry-After` dates are measured from.
-    public init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, method: String, url: String, now: Date = Date()) {
+    package init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, method: String, url: String, now: Date = Date()) {
         let target = RequestTarget(url: url)
         let answer = ErrorAnswer(status: status, headers: headers, body: body, now: now)
         let diagnosis = StatusDiagnosis(answer: answer, target: target, request: "\(method) \(target.pathAndQuery)", method: method)

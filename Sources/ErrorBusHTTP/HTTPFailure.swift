@@ -1,4 +1,4 @@
-public import ErrorBus
+package import ErrorBus
 
 /// A failed HTTP exchange with the remote API, categorised for the ``ErrorBus``.
 ///
@@ -15,27 +15,27 @@ public import ErrorBus
 /// Each carries a short, stable ``cause`` (`connectionRefused`, `http503`, …) that takes part in
 /// the incident fingerprint, and ``operatorText`` an operator can act on. The underlying error is
 /// kept in ``underlying`` for logs only.
-public struct HTTPFailure: CategorizedError, Sendable {
+package struct HTTPFailure: CategorizedError, Sendable {
     /// Which policy the bus runs for this failure.
-    public var category: ErrorCategory
+    package var category: ErrorCategory
     /// A short, stable code for what went wrong, e.g. `"connectionRefused"` or `"http503"`.
-    public var cause: String
+    package var cause: String
     /// The request's host, lowercased, without port: what network failures are grouped by.
-    public var host: String
+    package var host: String
     /// The request method, e.g. `"PUT"`.
-    public var method: String
+    package var method: String
     /// The request URL.
-    public var url: String
+    package var url: String
     /// What an operator reads about this failure.
-    public var operatorText: OperatorText
+    package var operatorText: OperatorText
     /// The status code the server answered, when it answered.
-    public var status: Int?
+    package var status: Int?
     /// How long the server asked us to wait (`Retry-After`), when it did.
-    public var retryAfter: Duration?
+    package var retryAfter: Duration?
     /// The RFC 9457 problem the server answered with, when it did.
-    public var problem: ProblemDetails?
+    package var problem: ProblemDetails?
     /// The error as it was thrown (AsyncHTTPClient, SwiftNIO, a decoder), for logs.
-    public var underlying: (any Error)?
+    package var underlying: (any Error)?
 
     /// The scope the bus groups this failure by.
     ///
@@ -44,7 +44,7 @@ public struct HTTPFailure: CategorizedError, Sendable {
     /// incident. `nil` for `unauthenticated` (the bus then uses the job's auth realm: the single
     /// re-authentication is per realm, not per host) and for `fatal` (the job's service: a local
     /// misconfiguration pauses the service, whatever host it talks to).
-    public var scope: String? {
+    package var scope: String? {
         switch category.kind {
         case .unreachable, .rateLimited, .transient, .invalid: host
         case .unauthenticated, .fatal: nil
@@ -53,7 +53,7 @@ public struct HTTPFailure: CategorizedError, Sendable {
 
     /// A failure with every field given; the classification entry points are usually what you
     /// want.
-    public init(
+    package init(
         category: ErrorCategory,
         cause: String,
         method: String,
@@ -82,7 +82,7 @@ public struct HTTPFailure: CategorizedError, Sendable {
 
 extension HTTPFailure: CustomStringConvertible {
     /// One log line: category, cause, request and, when there is one, the underlying error.
-    public var description: String {
+    package var description: String {
         var line = "HTTPFailure(\(category), \(cause)) \(method) \(url)"
         if let status { line += " status \(status)" }
         if let underlying { line += ": \(String(describing: underlying).prefix(300))" }

@@ -1,15 +1,15 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+package import FoundationEssentials
 #else
-public import Foundation
+package import Foundation
 #endif
 
 /// The `Retry-After` response header (RFC 9110 §10.2.3): how long the server asks the client to
 /// wait before its next request.
-public enum RetryAfter {
+package enum RetryAfter {
     /// The longest wait a delta-seconds value stands for: larger values, and values too large for
     /// an integer, mean this (2³¹ seconds, the cap RFC 9111 §1.2.2 sets for delta-seconds).
-    public static let maximumSeconds: Int64 = 1 << 31
+    package static let maximumSeconds: Int64 = 1 << 31
 
     /// The wait `value` asks for, as seen at `now`.
     ///
@@ -21,7 +21,7 @@ public enum RetryAfter {
     ///   were absent.
     ///
     /// Leading and trailing spaces are ignored.
-    public static func parse(_ value: String, now: Date) -> Duration? {
+    package static func parse(_ value: String, now: Date) -> Duration? {
         let text = value.trimmingASCIIWhitespace()
         guard let first = text.utf8.first else { return nil }
         if first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9") {

@@ -7,7 +7,7 @@
 /// A job the bus parks under an incident stays `inFlight` here: the bus is the one owner of
 /// where it waits (``ErrorBus/ErrorBus/heldJobs(service:)``), and the store records only its
 /// outcome.
-public enum JobState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+package enum JobState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Waiting to be uploaded.
     case queued
     /// Handed to the bus: being uploaded, or held by the bus until its incident's cause is gone.
@@ -20,8 +20,8 @@ public enum JobState: String, Sendable, Hashable, Codable, CaseIterable, CustomS
     /// An operator (or the reconciliation at start) gave it up.
     case discarded
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// Whether nothing more happens to a job in this state.
-    public var isFinal: Bool { self == .delivered || self == .discarded }
+    package var isFinal: Bool { self == .delivered || self == .discarded }
 }

@@ -5,7 +5,7 @@ import Logging
 /// What an operator does with the jobs the API rejected.
 extension JobStore {
     /// The dead letters, oldest first: all of them, or those of one incident.
-    public func deadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
+    package func deadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
         try read("listing dead letters") { db in
             var request = OutboxJob.filter(Column("state") == JobState.deadLettered.rawValue)
             if let incident { request = request.filter(Column("incident") == incident) }
@@ -16,7 +16,7 @@ extension JobStore {
     /// Queues dead letters again — all of them, or those of one incident. Their reason becomes
     /// their `lastError`; `attempts` is kept. Returns how many.
     @discardableResult
-    public func retryDeadLetters(incident: UInt64? = nil) throws(StoreError) -> Int {
+    package func retryDeadLetters(incident: UInt64? = nil) throws(StoreError) -> Int {
         let now = Date.storeNow().storeMilliseconds
         let count = try write("retrying dead letters") { db in
             var sql = """
@@ -39,7 +39,7 @@ extension JobStore {
 
     /// Queues one dead letter again. Returns whether it was a dead letter.
     @discardableResult
-    public func retryDeadLetter(_ id: String) throws(StoreError) -> Bool {
+    package func retryDeadLetter(_ id: String) throws(StoreError) -> Bool {
         try update(
             [id],
             "retrying dead letter \(id)",
@@ -52,7 +52,7 @@ extension JobStore {
 
     /// Gives up a queued job no upload has taken yet. Returns whether it was queued.
     @discardableResult
-    public func discardQueued(_ id: String) throws(StoreError) -> Bool {
+    package func discardQueued(_ id: String) throws(StoreError) -> Bool {
         try update(
             [id],
             "discarding queued job \(id)",
@@ -63,7 +63,7 @@ extension JobStore {
     /// Discards dead letters — all of them, or those of one incident — and returns them as they
     /// now are, so that the service can remove or move their files.
     @discardableResult
-    public func discardDeadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
+    package func discardDeadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
         let now = Date.storeNow()
         let discarded = try write("discarding dead letters") { db in
             var request = OutboxJob.filter(Column("state") == JobState.deadLettered.rawValue)
@@ -86,7 +86,7 @@ extension JobStore {
 
     /// Discards one dead letter and returns it as it now is; `nil` if it was not a dead letter.
     @discardableResult
-    public func discardDeadLetter(_ id: String) throws(StoreError) -> OutboxJob? {
+    package func discardDeadLetter(_ id: String) throws(StoreError) -> OutboxJob? {
         let now = Date.storeNow()
         return try write("discarding dead letter \(id)") { db in
             guard var job = try OutboxJob.filter(Column("id") == id && Column("state") == JobState.deadLettered.rawValue).fetchOne(db) else {

@@ -16,7 +16,7 @@ extension JobStore {
     /// slot before this returns pays them once for many files. Not cancellable: the wait is the
     /// gather time and one commit.
     @discardableResult
-    public func markDelivered(_ id: String) async throws(StoreError) -> Bool {
+    package func markDelivered(_ id: String) async throws(StoreError) -> Bool {
         guard !isClosed else { throw closedError("recording job \(id) delivered") }
         let result = await withCheckedContinuation { continuation in
             switch deliveries.add(DeliveryBatcher.Waiter(id: id, continuation: continuation)) {
@@ -43,7 +43,7 @@ extension JobStore {
 
     /// Returns once every completion handed to ``markDelivered(_:)-(String)`` before the call is
     /// committed (or failed). ``close()`` does this too.
-    public func flush() async throws(StoreError) {
+    package func flush() async throws(StoreError) {
         guard !isClosed else { return }
         do {
             // After every batch already on the serial writer queue; takes the completions still
@@ -55,7 +55,7 @@ extension JobStore {
     }
 
     /// How the batched ``markDelivered(_:)-(String)`` has grouped completions so far.
-    public var deliveryStatistics: DeliveryStatistics { deliveries.statistics }
+    package var deliveryStatistics: DeliveryStatistics { deliveries.statistics }
 
     /// Commits the batch waiting now, on the writer queue.
     func commitDeliveries(_ db: Database) {

@@ -1,5 +1,5 @@
-public import ErrorBus
-public import Foundation
+package import ErrorBus
+package import Foundation
 import GRDB
 
 /// The incident history: what the bus saw, kept after the bus forgot it and across restarts.
@@ -7,7 +7,7 @@ extension JobStore {
     /// Records an incident as it stands, at `now`: inserted the first time its id is seen,
     /// updated after. Its wall-clock times are the bus's.
     @discardableResult
-    public func recordIncident(_ snapshot: IncidentSnapshot, at now: Date = Date()) throws(StoreError) -> StoredIncident {
+    package func recordIncident(_ snapshot: IncidentSnapshot, at now: Date = Date()) throws(StoreError) -> StoredIncident {
         let incident = StoredIncident(snapshot, updatedAt: now)
         try write("recording incident \(snapshot.id)") { db in try incident.upsert(db) }
         return incident
@@ -21,7 +21,7 @@ extension JobStore {
     /// errorbusd calls it when it stops (``Resolution/shutdown``) and when it starts, for a run
     /// that ended without stopping (``Resolution/interrupted``: a crash, `kill -9`, a power loss).
     @discardableResult
-    public func closeOpenIncidents(as resolution: Resolution, at now: Date = Date()) throws(StoreError) -> [StoredIncident] {
+    package func closeOpenIncidents(as resolution: Resolution, at now: Date = Date()) throws(StoreError) -> [StoredIncident] {
         try write("closing the incidents left open") { db in
             let open = try StoredIncident.filter(Column("resolution") == nil).order(Column("id")).fetchAll(db)
             let closedAt = Date(storeMilliseconds: now.storeMilliseconds)
@@ -37,14 +37,14 @@ extension JobStore {
     }
 
     /// The incident with this id.
-    public func incident(_ id: UInt64) throws(StoreError) -> StoredIncident? {
+    package func incident(_ id: UInt64) throws(StoreError) -> StoredIncident? {
         try read("reading incident \(id)") { db in
             try StoredIncident.fetchOne(db, key: id)
         }
     }
 
     /// The most recent incidents, newest first.
-    public func incidents(limit: Int = 100) throws(StoreError) -> [StoredIncident] {
+    package func incidents(limit: Int = 100) throws(StoreError) -> [StoredIncident] {
         try read("listing incidents") { db in
             try StoredIncident.order(Column("id").desc).limit(max(0, limit)).fetchAll(db)
         }
@@ -52,7 +52,7 @@ extension JobStore {
 
     /// The highest incident id ever recorded, so that a restarted bus continues the numbering
     /// (`ErrorBusConfiguration.firstIncidentID = lastIncidentID + 1`).
-    public func lastIncidentID() throws(StoreError) -> UInt64? {
+    package func lastIncidentID() throws(StoreError) -> UInt64? {
         try read("reading the last incident id") { db in
             try UInt64.fetchOne(db, sql: "SELECT MAX(id) FROM incident")
         }
@@ -61,7 +61,7 @@ extension JobStore {
     /// Deletes resolved incidents older than the `keepingLatest` newest ones (at least one is
     /// kept, so ``lastIncidentID()`` never goes back). Returns how many.
     @discardableResult
-    public func pruneIncidents(keepingLatest count: Int) throws(StoreError) -> Int {
+    package func pruneIncidents(keepingLatest count: Int) throws(StoreError) -> Int {
         try write("pruning incidents") { db in
             try db.execute(
                 sql: """

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import GRDB
 import Logging
 
@@ -11,7 +11,7 @@ extension JobStore {
     /// listed in ``EnqueueResult/duplicates`` with the known job, so the caller can tell a rescan
     /// of a file it already has (same path), a second copy of pending content (another path), and
     /// content already delivered (``EnqueueResult/alreadyDelivered``: remove the duplicate file).
-    public func enqueue(_ new: [NewJob]) async throws(StoreError) -> EnqueueResult {
+    package func enqueue(_ new: [NewJob]) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = Date.storeNow()
         let milliseconds = now.storeMilliseconds
@@ -53,7 +53,7 @@ extension JobStore {
 
     /// Takes up to `limit` queued jobs, oldest first, and marks them `inFlight`, in one
     /// transaction: they are the caller's to run, and a restart after a crash queues them again.
-    public func claimQueued(limit: Int) async throws(StoreError) -> [OutboxJob] {
+    package func claimQueued(limit: Int) async throws(StoreError) -> [OutboxJob] {
         guard limit > 0 else { return [] }
         let now = Date.storeNow()
         let milliseconds = now.storeMilliseconds
@@ -83,14 +83,14 @@ extension JobStore {
     // MARK: Reading jobs
 
     /// The job with this id, whatever its state.
-    public func job(_ id: String) throws(StoreError) -> OutboxJob? {
+    package func job(_ id: String) throws(StoreError) -> OutboxJob? {
         try read("reading job \(id)") { db in
             try OutboxJob.filter(Column("id") == id).fetchOne(db)
         }
     }
 
     /// One page of jobs, oldest first, optionally of one service and in one state.
-    public func jobs(service: String? = nil, state: JobState? = nil, offset: Int = 0, limit: Int = 100) throws(StoreError) -> [OutboxJob] {
+    package func jobs(service: String? = nil, state: JobState? = nil, offset: Int = 0, limit: Int = 100) throws(StoreError) -> [OutboxJob] {
         try read("listing jobs") { db in
             var request = OutboxJob.all()
             if let service { request = request.filter(Column("service") == service) }
@@ -100,7 +100,7 @@ extension JobStore {
     }
 
     /// The jobs with these ids, in the order of `ids`; ids the store does not know are left out.
-    public func jobs(ids: [String]) throws(StoreError) -> [OutboxJob] {
+    package func jobs(ids: [String]) throws(StoreError) -> [OutboxJob] {
         guard !ids.isEmpty else { return [] }
         return try read("reading \(ids.count) job(s)") { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
@@ -111,7 +111,7 @@ extension JobStore {
     /// One page of the jobs in `state`, oldest first, leaving out those whose id is in
     /// `excluded`: the jobs in flight that the bus does not hold, say. Walks the state's jobs
     /// from the oldest until the page is full.
-    public func jobs(
+    package func jobs(
         service: String?,
         state: JobState,
         excluding excluded: Set<String>,
@@ -138,7 +138,7 @@ extension JobStore {
 
     /// How many jobs are in each state, optionally of one service. Reads the `job_count` rows the
     /// schema's triggers keep: a few rows, however many jobs there are.
-    public func counts(service: String? = nil) throws(StoreError) -> JobCounts {
+    package func counts(service: String? = nil) throws(StoreError) -> JobCounts {
         try read("counting jobs") { db in
             let rows: [Row] =
                 if let service {
@@ -157,7 +157,7 @@ extension JobStore {
 
     /// How many jobs of each service are pending (queued, in flight, dead-lettered), from the
     /// `job_count` rows: as cheap with 100,000 jobs in flight as with none. For status displays.
-    public func pendingCounts() throws(StoreError) -> [String: JobCounts] {
+    package func pendingCounts() throws(StoreError) -> [String: JobCounts] {
         try read("counting pending jobs") { db in
             let rows = try Row.fetchAll(
                 db,
@@ -180,7 +180,7 @@ extension JobStore {
 
     /// Marks queued jobs `inFlight`. Returns how many were queued (the others are left alone).
     @discardableResult
-    public func markInFlight(_ ids: [String]) throws(StoreError) -> Int {
+    package func markInFlight(_ ids: [String]) throws(StoreError) -> Int {
         try update(
             ids,
             "marking \(ids.count) job(s) in flight",
@@ -190,14 +190,14 @@ extension JobStore {
 
     /// Marks a queued job `inFlight`. Returns whether it was queued.
     @discardableResult
-    public func markInFlight(_ id: String) throws(StoreError) -> Bool {
+    package func markInFlight(_ id: String) throws(StoreError) -> Bool {
         try markInFlight([id]) == 1
     }
 
     /// Sends a job back to the queue after a failed attempt: `attempts` grows by one, `lastError`
     /// is kept, the incident is cleared. Returns whether it was queued or in flight.
     @discardableResult
-    public func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
+    package func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
         try update(
             [id],
             "requeueing job \(id)",
@@ -216,7 +216,7 @@ extension JobStore {
     /// delivered too. For completions arriving one by one, prefer the batched
     /// ``markDelivered(_:)-(String)``.
     @discardableResult
-    public func markDelivered(_ ids: [String]) throws(StoreError) -> Int {
+    package func markDelivered(_ ids: [String]) throws(StoreError) -> Int {
         try update(ids, "recording \(ids.count) job(s) delivered", sql: Self.markDeliveredSQL)
     }
 
@@ -228,7 +228,7 @@ extension JobStore {
     /// Sets a rejected job aside until an operator retries or discards it; counts as a failed
     /// attempt. Returns whether it was queued or in flight.
     @discardableResult
-    public func markDeadLettered(_ id: String, reason: String, incident: UInt64?) throws(StoreError) -> Bool {
+    package func markDeadLettered(_ id: String, reason: String, incident: UInt64?) throws(StoreError) -> Bool {
         try update(
             [id],
             "dead-lettering job \(id)",
@@ -243,7 +243,7 @@ extension JobStore {
 
     /// Gives a job up. Returns whether it was pending (queued, in flight or dead-lettered). With a `reason`, it replaces the job's; otherwise a dead letter keeps its.
     @discardableResult
-    public func markDiscarded(_ id: String, reason: String? = nil) throws(StoreError) -> Bool {
+    package func markDiscarded(_ id: String, reason: String? = nil) throws(StoreError) -> Bool {
         try update(
             [id],
             "discarding job \(id)",
@@ -282,7 +282,7 @@ extension JobStore {
     /// timeout cut off and the jobs the bus still held; and when it starts, for those of a run
     /// that ended without stopping.
     @discardableResult
-    public func requeueInterrupted() throws(StoreError) -> Int {
+    package func requeueInterrupted() throws(StoreError) -> Int {
         let now = Date.storeNow().storeMilliseconds
         return try write("requeueing interrupted jobs") { db in
             // `parked`: the state earlier builds of errorbusd recorded for jobs the bus held.
@@ -305,7 +305,7 @@ extension JobStore {
     /// `fileExists` is called for every pending job inside one write transaction: call this once
     /// at start, before uploads begin.
     @discardableResult
-    public func reconcileFiles(fileExists: (OutboxJob) -> Bool) throws(StoreError) -> [OutboxJob] {
+    package func reconcileFiles(fileExists: (OutboxJob) -> Bool) throws(StoreError) -> [OutboxJob] {
         let now = Date.storeNow()
         let reason = "Its file was gone at start: most likely delivered just before the machine stopped, or removed by hand."
         let discarded = try write("reconciling jobs with the outbox") { db in
@@ -342,7 +342,7 @@ extension JobStore {
     /// upload; once it is pruned, such a copy is uploaded again (harmless: the API answers 200 to
     /// a known idempotency key).
     @discardableResult
-    public func pruneFinished(before date: Date) throws(StoreError) -> Int {
+    package func pruneFinished(before date: Date) throws(StoreError) -> Int {
         try write("pruning finished jobs") { db in
             try db.execute(
                 sql: "DELETE FROM job WHERE state IN ('delivered', 'discarded') AND updatedAt < ?",

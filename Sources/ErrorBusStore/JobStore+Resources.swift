@@ -4,14 +4,14 @@ import GRDB
 /// What the loader remembers of each remote resource.
 extension JobStore {
     /// The `ETag` of the local copy of `resource`, to send as `If-None-Match`.
-    public func etag(forResource resource: String) throws(StoreError) -> String? {
+    package func etag(forResource resource: String) throws(StoreError) -> String? {
         try read("reading the ETag of \(resource)") { db in
             try ResourceRow.fetchOne(db, key: resource)?.etag
         }
     }
 
     /// Remembers the `ETag` of the local copy of `resource` (`nil` forgets it).
-    public func setETag(_ etag: String?, forResource resource: String) throws(StoreError) {
+    package func setETag(_ etag: String?, forResource resource: String) throws(StoreError) {
         let row = ResourceRow(name: resource, etag: etag, updatedAt: Date.storeNow())
         try write("saving the ETag of \(resource)") { db in
             try row.upsert(db)

@@ -1,7 +1,7 @@
 import ErrorBusSupport
 import GRDB
 import Glibc
-public import Logging
+package import Logging
 import Synchronization
 
 /// errorbusd's durable state: the outbox jobs, the incident history and the loader's resource
@@ -39,21 +39,21 @@ import Synchronization
 /// Every method throws a ``StoreError`` whose description an operator can act on; its
 /// ``StoreError/isFatal`` tells the daemon when to pause a service and report a `fatal` failure
 /// (disk full, read-only, permission denied, damaged database).
-public final class JobStore: Sendable {
+package final class JobStore: Sendable {
     /// The database's file name in the state directory.
-    public static let databaseFileName = "errorbusd.sqlite"
+    package static let databaseFileName = "errorbusd.sqlite"
 
     /// How long recorded deliveries gather into one transaction unless the caller says: at
     /// upload rate, 5 ms made batches of about 28 instead of 3.4, and cut the writer's CPU per
     /// file by a third (BENCHMARKS.md).
-    public static let defaultDeliveryGatherTime: Duration = .milliseconds(5)
+    package static let defaultDeliveryGatherTime: Duration = .milliseconds(5)
 
     /// The state directory.
-    public let directory: String
+    package let directory: String
     /// The database file.
-    public let path: String
+    package let path: String
     /// What a committed change survives.
-    public let durability: StoreDurability
+    package let durability: StoreDurability
 
     let pool: DatabasePool
     let logger: Logger
@@ -72,7 +72,7 @@ public final class JobStore: Sendable {
     ///   - logger: where the store reports opening, migrations, repairs and closing.
     /// - Throws: ``StoreError`` — e.g. ``StoreError/isInUse`` when another process holds the
     ///   directory, ``StoreError/isCorrupt`` when the file is not a usable database.
-    public init(
+    package init(
         directory: String,
         durability: StoreDurability = .processCrash,
         deliveryGatherTime: Duration = JobStore.defaultDeliveryGatherTime,
@@ -148,7 +148,7 @@ public final class JobStore: Sendable {
     /// Commits every completion handed to ``markDelivered(_:)-(String)``, checkpoints the WAL into
     /// the database (synced to disk), closes the connections and drops the directory lock. Later
     /// calls throw ``StoreError/isClosed``; closing twice does nothing.
-    public func close() async throws(StoreError) {
+    package func close() async throws(StoreError) {
         guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }
         defer { lock.release() }
         let action = "closing the job store"
@@ -172,7 +172,7 @@ public final class JobStore: Sendable {
 
     /// Runs SQLite's `PRAGMA integrity_check`: `["ok"]` when the database is sound, otherwise
     /// what is wrong with it.
-    public func checkIntegrity() throws(StoreError) -> [String] {
+    package func checkIntegrity() throws(StoreError) -> [String] {
         try read("checking the database") { db in
             try String.fetchAll(db, sql: "PRAGMA integrity_check")
         }

@@ -1,37 +1,37 @@
-public import Foundation
-public import GRDB
+package import Foundation
+package import GRDB
 
 /// A durable outbox job: one file to upload with `PUT /v1/items/{id}`, a row of the `job`
 /// table (see ``StoreSchema``). Read as a record; the store writes jobs with SQL of its own.
-public struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
-    public static let databaseTableName = "job"
+package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
+    package static let databaseTableName = "job"
 
     /// The content's idempotency key (hex SHA-256). Unique in the store.
-    public var id: String
+    package var id: String
     /// The service that owns the job, e.g. `"sync"`.
-    public var service: String
-    public var fileName: String
-    public var path: String
-    public var size: Int64
-    public var state: JobState
+    package var service: String
+    package var fileName: String
+    package var path: String
+    package var size: Int64
+    package var state: JobState
     /// Uploads tried that the store recorded: each ``JobStore/markQueued(_:lastError:)``,
     /// ``JobStore/markDeadLettered(_:reason:incident:)`` and the delivery count one. (A failure
     /// that parked the job is its incident's to count.)
-    public var attempts: Int
+    package var attempts: Int
     /// What the last failed attempt met, for operators.
-    public var lastError: String?
+    package var lastError: String?
     /// The incident the job is parked or dead-lettered under.
-    public var incident: UInt64?
+    package var incident: UInt64?
     /// Why the job was dead-lettered or discarded.
-    public var reason: String?
+    package var reason: String?
     /// When the job was enqueued (millisecond precision, as stored).
-    public var createdAt: Date
+    package var createdAt: Date
     /// When the job last changed.
-    public var updatedAt: Date
+    package var updatedAt: Date
     /// When the job was recorded delivered.
-    public var deliveredAt: Date?
+    package var deliveredAt: Date?
 
-    public init(
+    package init(
         id: String,
         service: String,
         fileName: String,
@@ -63,7 +63,7 @@ public struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
 
     /// Read by column name, without `Decodable`: a claim decodes every job it takes, and GRDB's
     /// record decoder took nearly half of the claim's time.
-    public init(row: Row) throws {
+    package init(row: Row) throws {
         id = try row.decode(forColumn: "id")
         service = try row.decode(forColumn: "service")
         fileName = try row.decode(forColumn: "fileName")

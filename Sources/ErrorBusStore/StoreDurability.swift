@@ -16,7 +16,7 @@
 ///   commit that returned survives power loss too. Costs one sync per transaction: the batched
 ///   ``JobStore/markDelivered(_:)-(String)`` shares one between every completion of a batch, but
 ///   each single-job change (park, requeue, dead-letter) pays a whole one.
-public struct StoreDurability: Sendable, Hashable, CustomStringConvertible {
+package struct StoreDurability: Sendable, Hashable, CustomStringConvertible {
     enum Level: String, Sendable, Hashable {
         case normal = "NORMAL"
         case full = "FULL"
@@ -27,14 +27,14 @@ public struct StoreDurability: Sendable, Hashable, CustomStringConvertible {
     private init(_ level: Level) { self.level = level }
 
     /// Commits survive a crash of the process; the last ones may be lost on power loss.
-    public static let processCrash = StoreDurability(.normal)
+    package static let processCrash = StoreDurability(.normal)
     /// Commits survive a crash of the process and of the machine.
-    public static let powerLoss = StoreDurability(.full)
+    package static let powerLoss = StoreDurability(.full)
 
     /// The value of `PRAGMA synchronous`.
     var synchronousPragma: String { level.rawValue }
 
-    public var description: String {
+    package var description: String {
         switch level {
         case .normal: "processCrash (synchronous=NORMAL)"
         case .full: "powerLoss (synchronous=FULL)"

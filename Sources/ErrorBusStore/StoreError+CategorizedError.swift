@@ -1,11 +1,11 @@
-public import ErrorBus
+package import ErrorBus
 
 /// A store error handed to the bus pauses the service when it is ``StoreError/isFatal`` (the
 /// bus's `fatal` policy) and is backed off as `transient` otherwise.
 extension StoreError: CategorizedError {
-    public var category: ErrorCategory { isFatal ? .fatal : .transient }
+    package var category: ErrorCategory { isFatal ? .fatal : .transient }
 
-    public var cause: String {
+    package var cause: String {
         switch code {
         case .diskFull: "stateDiskFull"
         case .readOnly: "stateReadOnly"
@@ -18,7 +18,7 @@ extension StoreError: CategorizedError {
         }
     }
 
-    public var operatorText: OperatorText {
+    package var operatorText: OperatorText {
         let title =
             switch code {
             case .diskFull: "Disk full"

@@ -5,7 +5,7 @@
 /// failure (the disk is full, the state directory is read-only or not ours, the database is
 /// damaged) from passing trouble; ``StoreError`` is also a `CategorizedError`, so handing it to
 /// the bus does the right thing.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
+package struct StoreError: Error, Sendable, CustomStringConvertible {
     enum Code: String, Sendable {
         /// No space left on the file system holding the state directory.
         case diskFull
@@ -27,7 +27,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     let code: Code
     /// The file or directory concerned.
-    public let path: String
+    package let path: String
     /// What the store was doing, e.g. "saving new jobs".
     let action: String
     /// What SQLite or the system said, for the end of the description and the logs.
@@ -42,29 +42,29 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// The file system holding the state directory is full. Report as `fatal`; nothing already
     /// saved was lost, and writes succeed again once there is room.
-    public var isDiskFull: Bool { code == .diskFull }
+    package var isDiskFull: Bool { code == .diskFull }
     /// The state directory's file system, or the database file, is read-only. Report as `fatal`.
-    public var isReadOnly: Bool { code == .readOnly }
+    package var isReadOnly: Bool { code == .readOnly }
     /// The daemon's user may not use ``path``. Report as `fatal`.
-    public var isPermissionDenied: Bool { code == .permissionDenied }
+    package var isPermissionDenied: Bool { code == .permissionDenied }
     /// The database is damaged or is not errorbusd's. Report as `fatal`; ``description`` says how
     /// to start again.
-    public var isCorrupt: Bool { code == .corrupt }
+    package var isCorrupt: Bool { code == .corrupt }
     /// Another errorbusd uses the same state directory.
-    public var isInUse: Bool { code == .inUse }
+    package var isInUse: Bool { code == .inUse }
     /// The store was closed (the daemon is stopping).
-    public var isClosed: Bool { code == .closed }
+    package var isClosed: Bool { code == .closed }
 
     /// Whether the condition will not go away without an operator (or a freed disk): the service
     /// that met it should pause, and the daemon should report a `fatal` failure.
-    public var isFatal: Bool {
+    package var isFatal: Bool {
         switch code {
         case .diskFull, .readOnly, .permissionDenied, .corrupt, .inUse, .cannotOpen: true
         case .closed, .other: false
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .diskFull:
             "The file system holding \(path) is full: errorbusd could not finish \(action). "

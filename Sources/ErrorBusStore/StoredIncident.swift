@@ -1,56 +1,56 @@
-public import ErrorBus
-public import Foundation
-public import GRDB
+package import ErrorBus
+package import Foundation
+package import GRDB
 
 /// An incident as the store keeps it, a row of the `incident` table (see ``StoreSchema``): the
 /// bus's snapshot as last recorded, kept after the bus forgot it and across restarts
 /// (``JobStore/recordIncident(_:at:)``).
-public struct StoredIncident: Sendable, Equatable, Identifiable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "incident"
+package struct StoredIncident: Sendable, Equatable, Identifiable, Codable, FetchableRecord, PersistableRecord {
+    package static let databaseTableName = "incident"
 
     /// The incident's id (``IncidentID/rawValue``).
-    public var id: UInt64
+    package var id: UInt64
     /// The service whose failure opened it.
-    public var service: String
+    package var service: String
     /// The category's kind, e.g. `"unreachable"` (``ErrorCategory/Kind``'s raw value).
-    public var category: String
+    package var category: String
     /// The category as last seen, with its details, e.g. `"rateLimited(retryAfter: 30.0 seconds)"`.
-    public var categoryDetail: String
+    package var categoryDetail: String
     /// The fingerprint's scope (a host, a realm, a service).
-    public var scope: String
+    package var scope: String
     /// The fingerprint's cause, e.g. `"connectionRefused"`.
-    public var cause: String
+    package var cause: String
     /// What an operator reads: title, message, next step.
-    public var title: String
-    public var message: String
-    public var next: String?
-    public var state: IncidentState
-    public var failures: Int
+    package var title: String
+    package var message: String
+    package var next: String?
+    package var state: IncidentState
+    package var failures: Int
     /// Jobs parked under it when it was last recorded.
-    public var parked: Int
-    public var released: Int
-    public var deadLettered: Int
-    public var resolution: Resolution?
+    package var parked: Int
+    package var released: Int
+    package var deadLettered: Int
+    package var resolution: Resolution?
     /// When it opened (wall clock), as the bus recorded it.
-    public var openedAt: Date
+    package var openedAt: Date
     /// When it was last recorded.
-    public var updatedAt: Date
+    package var updatedAt: Date
     /// When it ended (wall clock), as the bus recorded it; or when a later run of errorbusd
     /// closed it (``JobStore/closeOpenIncidents(as:at:)``).
-    public var closedAt: Date?
+    package var closedAt: Date?
 
     /// Dates are INTEGER milliseconds since 1970, as everywhere in the store.
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+    package static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
         StoreDateCoding.encoding
     }
 
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+    package static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
         StoreDateCoding.decoding
     }
 
     /// An incident as the bus holds it, recorded at `updatedAt`. Times are whole milliseconds,
     /// as stored, so that what a caller is given equals what it reads back.
-    public init(_ snapshot: IncidentSnapshot, updatedAt: Date = Date()) {
+    package init(_ snapshot: IncidentSnapshot, updatedAt: Date = Date()) {
         self.id = snapshot.id.rawValue
         self.service = snapshot.service
         self.category = snapshot.category.kind.rawValue

@@ -6,24 +6,24 @@
 ///     /etc/errorbusd/errorbusd.yaml:14: sync.concurrency: expected an integer between 1 and 1024, got "sixteen"
 ///     environment variable ERRORBUSD_SYNC_CONCURRENCY (sync.concurrency): expected an integer between 1 and 1024, got "0"
 ///     auth.client-secret-file: cannot read /etc/errorbusd/secret: No such file or directory
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+package struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     /// The configuration file the problem is in, if it is in one.
-    public var file: String?
+    package var file: String?
     /// The 1-based line in ``file``, when the YAML parser or the key's position tells it.
-    public var line: Int?
+    package var line: Int?
     /// The key, dot-separated as the YAML nests it (`sync.concurrency`), if one is at fault.
-    public var key: String?
+    package var key: String?
     /// The environment variable the bad value came from, when it came from one
     /// (`ERRORBUSD_SYNC_CONCURRENCY`); then ``file`` is `nil`.
-    public var environmentVariable: String?
+    package var environmentVariable: String?
     /// What is wrong, in words an administrator can act on.
-    public var reason: String
+    package var reason: String
 
     /// The exit status for a bad configuration: `EX_CONFIG` from `sysexits.h`.
-    public static let exitCode: Int32 = 78
+    package static let exitCode: Int32 = 78
 
     /// Creates the error.
-    public init(file: String? = nil, line: Int? = nil, key: String? = nil, environmentVariable: String? = nil, reason: String) {
+    package init(file: String? = nil, line: Int? = nil, key: String? = nil, environmentVariable: String? = nil, reason: String) {
         self.file = file
         self.line = line
         self.key = key
@@ -31,7 +31,7 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    public var description: String {
+    package var description: String {
         var parts: [String] = []
         if let environmentVariable {
             parts.append(key.map { "environment variable \(environmentVariable) (\($0))" } ?? "environment variable \(environmentVariable)")

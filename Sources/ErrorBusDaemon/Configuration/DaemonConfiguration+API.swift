@@ -6,27 +6,27 @@ import Foundation
 
 extension DaemonConfiguration {
     /// The remote API the services talk to (`api.*`).
-    public struct API: Sendable {
+    package struct API: Sendable {
         /// `api.base-url`: the API's root, `http` or `https` with a host, optionally a path
         /// prefix; no trailing `/`. Default `http://127.0.0.1:8080`.
-        public var baseURL: String
+        package var baseURL: String
         /// `api.token-path`: the OAuth token endpoint under ``baseURL``. Default `/oauth/token`.
-        public var tokenPath: String
+        package var tokenPath: String
         /// `api.items-path`: uploads go to `PUT baseURL + itemsPath + "/" + id`. Default `/v1/items`.
-        public var itemsPath: String
+        package var itemsPath: String
         /// `api.resources-path`: resources come from `GET baseURL + resourcesPath + "/" + name`.
         /// Default `/v1/resources`.
-        public var resourcesPath: String
+        package var resourcesPath: String
         /// `api.ca-file`: a PEM bundle of extra certificate authorities to trust for TLS, on top of
         /// the system's. Default none.
-        public var caFile: String?
+        package var caFile: String?
         /// `api.realm`: the authentication realm the bus groups `unauthenticated` failures by.
         /// Default `api`.
-        public var realm: String
+        package var realm: String
         /// `api.connect-timeout`: how long a TCP (and TLS) connect may take. Default 5 s.
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
         /// `api.request-timeout`: how long a whole request may take. Default 30 s.
-        public var requestTimeout: Duration
+        package var requestTimeout: Duration
 
         /// What `api.probe-url` was set to; `nil` derives it from ``baseURL``.
         private var configuredProbeURL: String?
@@ -35,7 +35,7 @@ extension DaemonConfiguration {
         ///
         /// Reading it never gives `nil`: unless set, it is ``baseURL`` + `/healthz`, following
         /// ``baseURL`` when that changes. Setting `nil` goes back to that default.
-        public var probeURL: String? {
+        package var probeURL: String? {
             get { configuredProbeURL ?? baseURL + "/healthz" }
             set { configuredProbeURL = newValue }
         }
@@ -43,12 +43,12 @@ extension DaemonConfiguration {
         /// The host part of ``baseURL`` (`127.0.0.1`, `api.example.net`): the scope of network
         /// failures on the bus. Empty only if ``baseURL`` is not a URL, which a loaded
         /// configuration never is.
-        public var host: String {
+        package var host: String {
             URLComponents(string: baseURL)?.host ?? ""
         }
 
         /// Creates the section; every setting defaults to the built-in default.
-        public init(
+        package init(
             baseURL: String = "http://127.0.0.1:8080",
             tokenPath: String = "/oauth/token",
             itemsPath: String = "/v1/items",
@@ -74,7 +74,7 @@ extension DaemonConfiguration {
 
 extension DaemonConfiguration.API: Equatable {
     /// Compares the probe URL as used: an unset one equals the one it derives to.
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.baseURL == rhs.baseURL
             && lhs.tokenPath == rhs.tokenPath
             && lhs.itemsPath == rhs.itemsPath

@@ -4,27 +4,27 @@ extension DaemonConfiguration {
     /// The client secret is never a configuration value: it is read from ``clientSecretFile``
     /// when that is set, else from systemd's credentials directory
     /// (`$CREDENTIALS_DIRECTORY/<credentialName>`, which `LoadCredential=` fills).
-    public struct Auth: Sendable, Equatable {
+    package struct Auth: Sendable, Equatable {
         /// `auth.client-id`: the OAuth client id. Default `errorbus`.
-        public var clientID: String
+        package var clientID: String
         /// `auth.client-secret-file`: an absolute path to a file holding the client secret.
         /// Default none: the secret comes from `$CREDENTIALS_DIRECTORY`.
-        public var clientSecretFile: String?
+        package var clientSecretFile: String?
         /// `auth.credential-name`: the name given to `LoadCredential=`, looked up in
         /// `$CREDENTIALS_DIRECTORY` when ``clientSecretFile`` is not set. Default `client-secret`.
-        public var credentialName: String
+        package var credentialName: String
         /// `auth.refresh-margin`: the access token is refreshed this long before it expires.
         /// Default 60 s.
-        public var refreshMargin: Duration
+        package var refreshMargin: Duration
         /// The client secret, read from its file with trailing newlines removed. Empty only in a
         /// configuration built in code; ``DaemonConfiguration/load(file:environment:)`` never
         /// returns one without a secret.
-        public var clientSecret: Secret
+        package var clientSecret: Secret
         /// Where ``clientSecret`` was read from, and so how a new secret takes effect.
-        public var clientSecretSource: SecretSource
+        package var clientSecretSource: SecretSource
 
         /// Where the client secret comes from.
-        public enum SecretSource: Sendable, Equatable {
+        package enum SecretSource: Sendable, Equatable {
             /// Set in code, not read from anywhere.
             case given
             /// `auth.client-secret-file`: read again at every reload.
@@ -37,7 +37,7 @@ extension DaemonConfiguration {
             case credentialSource(name: String, path: String)
 
             /// What to do about a secret the token endpoint refused, where it came from.
-            public var fix: String {
+            package var fix: String {
                 switch self {
                 case .given:
                     "Fix the client secret, then restart errorbusd"
@@ -55,10 +55,10 @@ extension DaemonConfiguration {
 
         /// Where the installed `errorbusd.service` loads the client secret from
         /// (`LoadCredential=client-secret:/etc/errorbusd/client-secret`).
-        public static let installedCredentialFile = "/etc/errorbusd/client-secret"
+        package static let installedCredentialFile = "/etc/errorbusd/client-secret"
 
         /// Creates the section; every setting defaults to the built-in default.
-        public init(
+        package init(
             clientID: String = "errorbus",
             clientSecretFile: String? = nil,
             credentialName: String = "client-secret",

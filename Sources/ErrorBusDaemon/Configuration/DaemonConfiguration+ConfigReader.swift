@@ -1,4 +1,4 @@
-public import Configuration
+package import Configuration
 import ErrorBus
 import Logging
 
@@ -26,7 +26,7 @@ extension DaemonConfiguration {
     /// `credentialSource` is for `errorbusd --check-config` run outside the service: where there
     /// is no `$CREDENTIALS_DIRECTORY`, the credential is read from the directory the installed
     /// unit loads it from (`/etc/errorbusd`), so that a correct installation checks as correct.
-    public init(reader: ConfigReader, environment: [String: String] = [:], credentialSource: String? = nil) throws(ConfigurationError) {
+    package init(reader: ConfigReader, environment: [String: String] = [:], credentialSource: String? = nil) throws(ConfigurationError) {
         let settings = SettingReader(reader: reader)
         let systemd = try SystemdDirectoryEnvironment(environment: environment)
         self.init(

@@ -2,7 +2,7 @@ import Configuration
 
 extension DaemonConfiguration {
     /// The configuration file errorbusd reads unless told otherwise.
-    public static let defaultFile = "/etc/errorbusd/errorbusd.yaml"
+    package static let defaultFile = "/etc/errorbusd/errorbusd.yaml"
 
     /// Loads errorbusd's configuration: the built-in defaults, overridden by the YAML `file`,
     /// overridden by `ERRORBUSD_*` variables in `environment`; then reads the client secret.
@@ -28,7 +28,7 @@ extension DaemonConfiguration {
     ///     `CREDENTIALS_DIRECTORY`. Nothing else in it is read.
     ///   - credentialSource: For `--check-config` outside the service: where the installed unit
     ///     loads the client secret credential from, read when `$CREDENTIALS_DIRECTORY` is not set.
-    public static func load(file: String?, environment: [String: String], credentialSource: String? = nil) throws(ConfigurationError) -> DaemonConfiguration {
+    package static func load(file: String?, environment: [String: String], credentialSource: String? = nil) throws(ConfigurationError) -> DaemonConfiguration {
         let environmentProvider = EnvironmentVariablesProvider(environmentVariables: environment)
             .prefixKeys(with: ConfigKey(ConfigurationKeys.environmentPrefix))
         try checkEnvironment(environment, provider: environmentProvider)

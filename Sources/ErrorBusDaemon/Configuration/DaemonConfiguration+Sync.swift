@@ -1,31 +1,31 @@
 extension DaemonConfiguration {
     /// The outbox uploader (`sync.*`).
-    public struct Sync: Sendable, Equatable {
+    package struct Sync: Sendable, Equatable {
         /// `sync.outbox`: the directory whose files are uploaded. Default
         /// `/var/spool/errorbusd/outbox`.
-        public var outbox: String
+        package var outbox: String
         /// `sync.after-delivery` (with `sync.sent-directory`): what happens to a file once the API
         /// has it. Default ``AfterDelivery/delete``.
-        public var afterDelivery: AfterDelivery
+        package var afterDelivery: AfterDelivery
         /// `sync.concurrency`: at most this many uploads at once, 1…1024. Default 16.
-        public var concurrency: Int
+        package var concurrency: Int
         /// `sync.max-file-size`: larger files are not uploaded but dead-lettered, in bytes.
         /// Default 100 MiB.
-        public var maxFileSize: Int64
+        package var maxFileSize: Int64
         /// `sync.rescan-interval`: how often the outbox is listed again, for files whose
         /// notification was missed. Default 30 s.
-        public var rescanInterval: Duration
+        package var rescanInterval: Duration
         /// `sync.settle-time`: a file found by a rescan is taken only once it has not been
         /// modified for this long, so half-written files are left alone; such a file is looked
         /// at again this long after. Default 2 s.
-        public var settleTime: Duration
+        package var settleTime: Duration
 
         /// Where delivered files go with `after-delivery: move` when `sync.sent-directory` is not
         /// set.
-        public static let defaultSentDirectory = "/var/spool/errorbusd/sent"
+        package static let defaultSentDirectory = "/var/spool/errorbusd/sent"
 
         /// What happens to an outbox file once it was delivered.
-        public enum AfterDelivery: Sendable, Equatable {
+        package enum AfterDelivery: Sendable, Equatable {
             /// `after-delivery: delete`: the file is removed.
             case delete
             /// `after-delivery: move`: the file is moved into `sent-directory` (default
@@ -34,7 +34,7 @@ extension DaemonConfiguration {
         }
 
         /// Creates the section; every setting defaults to the built-in default.
-        public init(
+        package init(
             outbox: String = "/var/spool/errorbusd/outbox",
             afterDelivery: AfterDelivery = .delete,
             concurrency: Int = 16,

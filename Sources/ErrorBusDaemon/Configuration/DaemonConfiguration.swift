@@ -1,4 +1,4 @@
-public import ErrorBus
+package import ErrorBus
 
 /// Everything about errorbusd that an administrator can set, with a default for each.
 ///
@@ -9,30 +9,30 @@ public import ErrorBus
 /// `bus.retryBudget.floorPerMinute` is `bus.retry-budget.floor-per-minute`), and its environment
 /// variable is that key upper-cased with `_` for every `.` and `-`, after `ERRORBUSD_`
 /// (`ERRORBUSD_SYNC_MAX_FILE_SIZE`).
-public struct DaemonConfiguration: Sendable {
+package struct DaemonConfiguration: Sendable {
     /// The remote API (`api.*`).
-    public var api: API
+    package var api: API
     /// The OAuth client credentials (`auth.*`).
-    public var auth: Auth
+    package var auth: Auth
     /// The outbox uploader (`sync.*`).
-    public var sync: Sync
+    package var sync: Sync
     /// The resource loader (`loader.*`).
-    public var loader: Loader
+    package var loader: Loader
     /// Where the durable state lives (`state.*`).
-    public var state: State
+    package var state: State
     /// Graceful shutdown (`shutdown.*`).
-    public var shutdown: Shutdown
+    package var shutdown: Shutdown
     /// Logging (`log.*`).
-    public var log: Log
+    package var log: Log
     /// The control socket `errorbusctl` talks to (`control.*`).
-    public var control: Control
+    package var control: Control
     /// The ErrorBus's policies (`bus.*`): back-off, rate limits, reachability, release, retry
     /// budget, bounds. Its `fallback` and `firstIncidentID` are not configuration; they keep
     /// their defaults here.
-    public var bus: ErrorBusConfiguration
+    package var bus: ErrorBusConfiguration
 
     /// Creates a configuration; every part defaults to the built-in defaults.
-    public init(
+    package init(
         api: API = API(),
         auth: Auth = Auth(),
         sync: Sync = Sync(),
@@ -58,7 +58,7 @@ public struct DaemonConfiguration: Sendable {
 extension DaemonConfiguration: Equatable {
     /// Compares every setting. `ErrorBusConfiguration` is not `Equatable` (its `fallback` is a
     /// closure), so its settings are compared one by one and the closure is left out.
-    public static func == (lhs: DaemonConfiguration, rhs: DaemonConfiguration) -> Bool {
+    package static func == (lhs: DaemonConfiguration, rhs: DaemonConfiguration) -> Bool {
         lhs.api == rhs.api
             && lhs.auth == rhs.auth
             && lhs.sync == rhs.sync

@@ -2,28 +2,28 @@
 ///
 /// `description`, `debugDescription`, string interpolation, `dump` and the debugger's mirror all
 /// show `<redacted>`; only ``value`` gives the secret itself, to the code that has to send it.
-public struct Secret: Sendable, Equatable {
+package struct Secret: Sendable, Equatable {
     /// The secret itself. Read it only where it is used; never log it.
-    public var value: String
+    package var value: String
 
     /// Wraps `value`.
-    public init(_ value: String) {
+    package init(_ value: String) {
         self.value = value
     }
 
     /// Whether the secret is the empty string.
-    public var isEmpty: Bool { value.isEmpty }
+    package var isEmpty: Bool { value.isEmpty }
 }
 
 extension Secret: CustomStringConvertible, CustomDebugStringConvertible {
     /// `<redacted>`.
-    public var description: String { "<redacted>" }
+    package var description: String { "<redacted>" }
 
     /// `Secret(<redacted>)`.
-    public var debugDescription: String { "Secret(<redacted>)" }
+    package var debugDescription: String { "Secret(<redacted>)" }
 }
 
 extension Secret: CustomReflectable {
     /// A mirror without children, so `dump` and debuggers do not show the value either.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+    package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }

@@ -1,5 +1,5 @@
 import ErrorBus
-public import ErrorBusControl
+package import ErrorBusControl
 import ErrorBusStore
 import ErrorBusSupport
 import Foundation
@@ -96,7 +96,7 @@ extension Control.Event {
 
 extension Control.ConfigurationProblem {
     /// A configuration errorbusd cannot run with, as the control interface tells it.
-    public init(_ error: ConfigurationError) {
+    package init(_ error: ConfigurationError) {
         self.init(
             file: error.file,
             line: error.line,

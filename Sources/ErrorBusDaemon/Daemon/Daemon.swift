@@ -7,13 +7,13 @@ import Glibc
 #endif
 import ErrorBus
 import Foundation
-public import Logging
+package import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
 import ServiceLifecycle
-public import Systemd
-public import Prometheus
+package import Systemd
+package import Prometheus
 import UnixSignals
 
 /// errorbusd: the bus and the services, assembled into one service group.
@@ -21,7 +21,7 @@ import UnixSignals
 /// Work starts in ``run()``; SIGTERM and SIGINT shut it down gracefully (no new work, uploads under
 /// way finish within `shutdown.drain-timeout`, every state change on disk), SIGHUP reloads the
 /// configuration without touching parked or queued work.
-public struct Daemon: Sendable {
+package struct Daemon: Sendable {
     private let configuration: DaemonConfiguration
     private let configurationFile: String?
     private let environment: [String: String]
@@ -40,7 +40,7 @@ public struct Daemon: Sendable {
     ///     nowhere outside systemd.
     ///   - watchdogInterval: systemd's `WATCHDOG_USEC`, if it set one.
     ///   - metrics: The registry the process bootstrapped swift-metrics with, for `GetMetrics`.
-    public init(
+    package init(
         configuration: DaemonConfiguration,
         configurationFile: String?,
         environment: [String: String],
@@ -61,7 +61,7 @@ public struct Daemon: Sendable {
     }
 
     /// Runs until a shutdown signal, then stops gracefully.
-    public func run() async throws {
+    package func run() async throws {
         let configuration = self.configuration
         try Self.prepareDirectories(configuration)
         let store = try JobStore(directory: configuration.state.directory, logger: logger)
@@ -189,7 +189,7 @@ public struct Daemon: Sendable {
     }
 
     /// The `errno` that best says why the daemon stopped on `error`, for systemd's `ERRNO=`.
-    public static func errnoCode(of error: any Error) -> CInt {
+    package static func errnoCode(of error: any Error) -> CInt {
         switch error {
         case let error as SystemCallError: error.errnoCode
         case let error as SystemdError where error.errnoCode > 0: error.errnoCode

@@ -1,18 +1,18 @@
 /// What one burst of network changes consisted of, as the kernel reported it.
-public struct NetworkChange: Sendable, Hashable, CustomStringConvertible {
+package struct NetworkChange: Sendable, Hashable, CustomStringConvertible {
     /// Links added, removed, or going up or down (`RTM_NEWLINK`, `RTM_DELLINK`).
-    public var links = 0
+    package var links = 0
     /// IPv4 and IPv6 addresses added or removed (`RTM_NEWADDR`, `RTM_DELADDR`).
-    public var addresses = 0
+    package var addresses = 0
     /// IPv4 and IPv6 routes added or removed (`RTM_NEWROUTE`, `RTM_DELROUTE`).
-    public var routes = 0
+    package var routes = 0
     /// Other notifications on the subscribed groups.
-    public var other = 0
+    package var other = 0
     /// The kernel dropped notifications because they came faster than they were read
     /// (`ENOBUFS`): something changed, but not everything was counted.
-    public var notificationsLost = false
+    package var notificationsLost = false
 
-    public init(links: Int = 0, addresses: Int = 0, routes: Int = 0, other: Int = 0, notificationsLost: Bool = false) {
+    package init(links: Int = 0, addresses: Int = 0, routes: Int = 0, other: Int = 0, notificationsLost: Bool = false) {
         self.links = links
         self.addresses = addresses
         self.routes = routes
@@ -21,10 +21,10 @@ public struct NetworkChange: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Every notification counted.
-    public var notifications: Int { links + addresses + routes + other }
+    package var notifications: Int { links + addresses + routes + other }
 
     /// Adds another change's counts to this one.
-    public mutating func merge(_ other: NetworkChange) {
+    package mutating func merge(_ other: NetworkChange) {
         links += other.links
         addresses += other.addresses
         routes += other.routes
@@ -32,7 +32,7 @@ public struct NetworkChange: Sendable, Hashable, CustomStringConvertible {
         notificationsLost = notificationsLost || other.notificationsLost
     }
 
-    public var description: String {
+    package var description: String {
         "\(links) link, \(addresses) address, \(routes) route, \(other) other notifications" + (notificationsLost ? " (some lost)" : "")
     }
 }

@@ -1,8 +1,8 @@
 import ErrorBusSupport
-public import Logging
-public import NIOCore
-public import NIOPosix
-public import ServiceLifecycle
+package import Logging
+package import NIOCore
+package import NIOPosix
+package import ServiceLifecycle
 
 /// Wakes the bus when the host's network changes: a link goes up or down, an address or a route
 /// comes or goes (a laptop joins Wi-Fi, a VPN connects, DHCP renews onto another network).
@@ -33,7 +33,7 @@ public import ServiceLifecycle
 ///
 /// It stops on graceful shutdown (and on cancellation) within an event-loop tick; a callback in
 /// progress sees the cancellation.
-public struct NetworkChangeMonitor: Service {
+package struct NetworkChangeMonitor: Service {
     private let debounce: Duration
     private let maximumDelay: Duration
     private let clock: MonitorClock
@@ -49,7 +49,7 @@ public struct NetworkChangeMonitor: Service {
     ///   - eventLoopGroup: where the socket is read.
     ///   - logger: one line per change (info), the warning when netlink is unavailable.
     ///   - onChange: called once per burst, never twice at once.
-    public init(
+    package init(
         debounce: Duration = .milliseconds(500),
         maximumDelay: Duration = .seconds(5),
         clock: some Clock<Duration> = ContinuousClock(),
@@ -69,7 +69,7 @@ public struct NetworkChangeMonitor: Service {
 
     /// Like ``init(debounce:maximumDelay:clock:eventLoopGroup:logger:onChange:)``, with a
     /// callback that also gets what the burst consisted of.
-    public init(
+    package init(
         debounce: Duration = .milliseconds(500),
         maximumDelay: Duration = .seconds(5),
         clock: some Clock<Duration> = ContinuousClock(),
@@ -107,7 +107,7 @@ public struct NetworkChangeMonitor: Service {
         self.onChange = onBurst
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let coalescer = NetworkChangeCoalescer(quiet: debounce, maximumDelay: maximumDelay, clock: clock)
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in

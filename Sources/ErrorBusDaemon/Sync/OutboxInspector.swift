@@ -58,9 +58,9 @@ struct OutboxInspector: Sendable {
     func inspect(_ name: String, known: FileStamp?, announced: Bool) -> Inspection {
         if name.hasPrefix(".") { return Inspection(name: name, stamp: nil, verdict: .hidden) }
         let path = directory + "/" + name
-        let info: Glibc.stat
+        let info: FileStatus
         do {
-            guard let found = try Self.status(ofLink: path) else { return Inspection(name: name, stamp: nil, verdict: .vanished) }
+            guard let found = try FileStatus.ofLink(path) else { return Inspection(name: name, stamp: nil, verdict: .vanished) }
             info = found
         } catch {
             return Inspection(name: name, stamp: nil, verdict: .unreadable(error))
@@ -69,16 +69,12 @@ struct OutboxInspector: Sendable {
         return Inspection(name: name, stamp: stamp, verdict: stamp == known ? .unchanged : verdict(path, info, announced: announced))
     }
 
-    private func verdict(_ path: String, _ info: Glibc.stat, announced: Bool) -> Verdict {
-        guard info.st_mode & S_IFMT == S_IFREG else { return .notRegularFile }
-        let size = Int64(info.st_size)
+    private func verdict(_ path: String, _ info: FileStatus, announced: Bool) -> Verdict {
+        guard info.isRegularFile else { return .notRegularFile }
+        let size = info.size
         guard size <= maxFileSize else { return .tooLarge(size: size) }
         if !announced {
-            var now = Glibc.timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let age = Duration.seconds(now.tv_sec - info.st_mtim.tv_sec)
-                + .nanoseconds(now.tv_nsec - info.st_mtim.tv_nsec)
-            guard age >= settleTime else { return .unsettled }
+            guard info.age >= settleTime else { return .unsettled }
         }
         do {
             return .ready(size: size, key: try ContentKey.of(fileAt: path))
@@ -87,17 +83,6 @@ struct OutboxInspector: Sendable {
         } catch {
             return .unreadable(error)
         }
-    }
-
-    /// `lstat(path)`, or nil when nothing is there any more.
-    private static func status(ofLink path: String) throws(SystemCallError) -> Glibc.stat? {
-        var info = Glibc.stat()
-        do {
-            try SystemCall.check("lstat", path: path) { lstat(path, &info) }
-        } catch where error.errnoCode == ENOENT {
-            return nil
-        }
-        return info
     }
 
     /// The names in the outbox directory, visible or not, in no particular order.
@@ -156,9 +141,9 @@ struct FileStamp: Equatable, Sendable {
     let modifiedSeconds: Int
     let modifiedNanoseconds: Int
 
-    init(_ info: Glibc.stat) {
-        size = Int64(info.st_size)
-        modifiedSeconds = info.st_mtim.tv_sec
-        modifiedNanoseconds = info.st_mtim.tv_nsec
+    init(_ info: FileStatus) {
+        size = info.size
+        modifiedSeconds = info.modifiedSeconds
+        modifiedNanoseconds = info.modifiedNanoseconds
     }
 }

@@ -1,4 +1,4 @@
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 import Foundation
 import Glibc
 @testable import Sandbox

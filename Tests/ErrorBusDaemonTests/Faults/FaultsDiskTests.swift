@@ -1,5 +1,5 @@
 import ErrorBusControl
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 import ErrorBusStore
 import Foundation
 import Glibc

@@ -4,7 +4,7 @@ import NIOEmbedded
 import Synchronization
 import Testing
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 @Suite struct DeadlineSweeperTests {
     /// Which actions ran, in order.

@@ -1,7 +1,7 @@
 @testable import ErrorBusHTTP
 import Testing
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 /// `WWW-Authenticate` parsing (RFC 9110 §11.6.1, RFC 6750 §3).
 @Suite(.timeLimit(.minutes(1)))

@@ -1,5 +1,5 @@
 import Crypto
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 import ErrorBusControl
 import Foundation
 import Glibc

@@ -1,4 +1,4 @@
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 @testable import ErrorBusStore
 import Foundation
 import GRDB

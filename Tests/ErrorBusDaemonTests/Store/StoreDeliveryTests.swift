@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 import Testing
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 @Suite struct StoreDeliveryTests {
     @Test func markDeliveredReturnsOnceCommitted() async throws {

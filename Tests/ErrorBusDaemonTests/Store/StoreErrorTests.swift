@@ -5,7 +5,7 @@ import Glibc
 import GRDB
 import Testing
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 @Suite struct StoreErrorTests {
     private func classify(_ code: ResultCode, message: String = "message") -> StoreError {

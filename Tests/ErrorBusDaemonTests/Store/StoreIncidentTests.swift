@@ -1,4 +1,4 @@
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 import ErrorBusStore
 import ErrorBusSupport
 import Foundation

@@ -5,7 +5,7 @@ import InMemoryLogging
 import Logging
 import Testing
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 @Suite struct StoreOpeningTests {
     @Test func createsItsDirectoryPrivateAndMigratesAnEmptyDatabase() async throws {

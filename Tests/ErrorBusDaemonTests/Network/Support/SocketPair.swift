@@ -3,7 +3,7 @@ import Glibc
 import NIOCore
 import Synchronization
 
-@testable import ErrorBusDaemon
+import ErrorBusDaemon
 
 /// A `SOCK_SEQPACKET` socket pair standing in for netlink: one datagram per read, and an end of
 /// file when the test's end closes.
