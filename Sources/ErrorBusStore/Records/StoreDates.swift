@@ -15,7 +15,8 @@ extension StoreDates {
     }
 }
 
-/// The strategies of ``StoreDates``, for a public record, which must declare them itself.
+/// The strategies of ``StoreDates``, for a record shared beyond this module, which must declare
+/// them itself.
 enum StoreDateCoding {
     static let encoding = DatabaseDateEncodingStrategy.custom { $0.storeMilliseconds }
     static let decoding = DatabaseDateDecodingStrategy.custom { value in Int64.fromDatabaseValue(value).map(Date.init(storeMilliseconds:)) }
