@@ -40,12 +40,25 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
+    @Option(help: ArgumentHelp(
+        "What the API can take, as PUT /admin/capacity takes it, e.g. '{\"concurrency\":8,\"queue\":32,\"serviceMs\":50}'.",
+        valueName: "json"
+    ))
+    var capacity: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard tokenLifetime > 0 else { throw ValidationError("--token-lifetime must be positive") }
+        if let capacity {
+            do {
+                _ = try CapacitySpec(json: capacity)
+            } catch {
+                throw ValidationError("--capacity: \(error.reason)")
+            }
+        }
     }
 
     func run() async throws {
@@ -57,6 +70,7 @@ struct SandboxCommand: AsyncParsableCommand {
         if let clientSecretFile {
             configuration.clientSecret = try Self.readSecret(clientSecretFile)
         }
+        configuration.capacity = try capacity.map { json throws(CapacityError) in try CapacitySpec(json: json) }
         let portFile = self.portFile
         let server = SandboxServer(configuration: configuration, logger: logger) { port in
             guard let portFile else { return }

@@ -38,7 +38,8 @@ extension AdminAPI {
                 : counters.recent.map {
                     StatsReport.Recent(ms: $0.ms, route: $0.route.rawValue, method: $0.method, outcome: $0.outcome.description)
                 },
-            faults: rules.map { FaultReport(rule: $0, now: now) }
+            faults: rules.map { FaultReport(rule: $0, now: now) },
+            capacity: state.capacity.current.capacity == nil ? nil : state.capacity.current.counts
         )
         return Self.json(report)
     }

@@ -27,6 +27,12 @@ struct AdminAPI: Sendable {
             state.reset()
             return SandboxAPI.noContent()
         }
+        admin.get("capacity") { _, _ in capacityReport() }
+        admin.put("capacity") { request, _ in try await setCapacity(request) }
+        admin.delete("capacity") { _, _ in
+            state.capacity.set(nil, at: state.clock.now)
+            return SandboxAPI.noContent()
+        }
         admin.get("items") { _, _ in listItems() }
         admin.get("items/:id") { _, context in try item(context) }
         admin.get("resources") { _, _ in listResources() }

@@ -61,4 +61,6 @@ struct StatsReport: Codable, Sendable {
     var recent: [Recent]?
     /// The installed faults.
     var faults: [FaultReport]
+    /// What the capacity limiter admitted and shed since the capacity was set (absent without one).
+    var capacity: CapacityLimiter.Counts?
 }

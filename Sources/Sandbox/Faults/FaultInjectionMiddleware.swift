@@ -34,6 +34,30 @@ struct FaultInjectionMiddleware: RouterMiddleware {
         return response
     }
 
+    /// A normal answer, within the API's capacity: late when it waited for a slot, a 503 when it
+    /// was shed.
+    private func served(
+        _ request: Request,
+        context: Context,
+        route: SandboxRoute,
+        next: @concurrent (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        switch await state.capacity.admit(route, at: state.clock.now) {
+        case .unlimited:
+            return try await next(request, context)
+        case .shed(let retryAfter):
+            return Self.statusResponse(
+                .init(status: 503, retryAfter: .seconds(retryAfter), detail: "Over capacity: the request was shed; try again later."),
+                instance: request.uri.path
+            )
+        case .admitted:
+            defer { state.capacity.release(at: state.clock.now) }
+            let service = state.capacity.service
+            if service > .zero { try await state.clock.sleep(for: service) }
+            return try await next(request, context)
+        }
+    }
+
     private func answer(
         _ request: Request,
         context: Context,
@@ -41,11 +65,11 @@ struct FaultInjectionMiddleware: RouterMiddleware {
         fault: FaultMode?,
         next: @concurrent (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard let fault else { return try await next(request, context) }
+        guard let fault else { return try await served(request, context: context, route: route, next: next) }
         context.logger.debug("fault", metadata: ["sandbox.route": "\(route)", "sandbox.fault": "\(fault)"])
         switch fault {
         case .none, .down:
-            return try await next(request, context)
+            return try await served(request, context: context, route: route, next: next)
         case .status(let status):
             return Self.statusResponse(status, instance: request.uri.path)
         case .rejectCredentials:

@@ -16,6 +16,8 @@ public struct SandboxConfiguration: Sendable {
     public var recentRequestCapacity: Int
     /// The resources served at start.
     public var resources: [SandboxResource]
+    /// What the API can take from the start (`PUT /admin/capacity` changes it); unlimited when nil.
+    public var capacity: CapacitySpec?
 
     /// Creates a configuration.
     public init(
@@ -26,8 +28,10 @@ public struct SandboxConfiguration: Sendable {
         tokenLifetime: Duration = .seconds(3600),
         maxItemBytes: Int = 64 * 1024 * 1024,
         recentRequestCapacity: Int = 1024,
-        resources: [SandboxResource] = SandboxResource.defaults
+        resources: [SandboxResource] = SandboxResource.defaults,
+        capacity: CapacitySpec? = nil
     ) {
+        self.capacity = capacity
         self.host = host
         self.port = port
         self.clientID = clientID

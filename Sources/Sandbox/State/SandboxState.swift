@@ -18,6 +18,8 @@ final class SandboxState: Sendable {
     let resources: Mutex<ResourceStore>
     /// Request counters.
     let counters: Mutex<RequestCounters>
+    /// What the API can take (``CapacitySpec``); unlimited until set. `/admin/reset` keeps it.
+    let capacity = CapacityLimiter()
     /// One debug line per counted request, so a test can wait for requests as they happen.
     let logger: Logger
 
@@ -27,6 +29,9 @@ final class SandboxState: Sendable {
         self.logger = logger
         self.resources = Mutex(ResourceStore(seeds: configuration.resources))
         self.counters = Mutex(RequestCounters(recentCapacity: configuration.recentRequestCapacity))
+        // Checked by whoever made the configuration (`CapacitySpec(json:)`); a spec that does not
+        // compile leaves the API unlimited.
+        self.capacity.set(try? configuration.capacity?.capacity(setAt: clock.now), at: clock.now)
     }
 
     /// The fault mode in force for `route` at `now`, if any.

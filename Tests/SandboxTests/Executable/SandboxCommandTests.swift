@@ -14,6 +14,7 @@ struct SandboxCommandTests {
         #expect(command.clientId == "errorbus")
         #expect(command.clientSecretFile == nil)
         #expect(command.logLevel == "info")
+        #expect(command.capacity == nil)
     }
 
     @Test func everyOptionParses() throws {
@@ -30,7 +31,10 @@ struct SandboxCommandTests {
         #expect(command.logLevel == "debug")
     }
 
-    @Test(arguments: [["--log-level", "loud"], ["--port", "70000"], ["--token-lifetime", "0"], ["--port", "x"]])
+    @Test(arguments: [
+        ["--log-level", "loud"], ["--port", "70000"], ["--token-lifetime", "0"], ["--port", "x"],
+        ["--capacity", #"{"concurrency":0}"#], ["--capacity", "eight"],
+    ])
     func rejectsBadValues(arguments: [String]) {
         #expect(throws: (any Error).self) { try SandboxCommand.parse(arguments) }
     }
