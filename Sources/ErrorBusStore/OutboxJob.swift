@@ -20,7 +20,8 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     package var attempts: Int
     /// What the last failed attempt met, for operators.
     package var lastError: String?
-    /// The incident the job is parked or dead-lettered under.
+    /// The incident the job was dead-lettered under. (Where a job the bus holds waits is the
+    /// bus's to tell: ``ErrorBus/ErrorBus/heldJob(id:service:)``.)
     package var incident: UInt64?
     /// Why the job was dead-lettered or discarded.
     package var reason: String?
