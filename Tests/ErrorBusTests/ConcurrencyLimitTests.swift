@@ -1,0 +1,96 @@
+import ErrorBus
+import ErrorBusTesting
+import Testing
+
+/// The adaptive concurrency limit of a scope: slow start, additive increase, multiplicative
+/// decrease on each signal, nothing gained while an incident holds the scope, the bounds.
+struct ConcurrencyLimitTests {
+    typealias Limit = ConcurrencyLimit<ManualClock.Instant>
+    let fast = Duration.milliseconds(20)
+
+    /// Runs `count` jobs, each acquiring and releasing with `outcome`.
+    private func run(_ limit: inout Limit, _ count: Int, _ outcome: Limit.Outcome, at now: ManualClock.Instant = .seconds(0)) {
+        for _ in 0..<count {
+            let acquired = limit.acquire()
+            #expect(acquired)
+            limit.release(outcome, at: now)
+        }
+    }
+
+    @Test func slowStartDoublesPerRoundTripUpToTheMaximum() {
+        var limit = Limit(.init(maximum: 16))
+        #expect(limit.permits == 1)
+        // A round trip: as many successes as the limit allows.
+        var rounds = 0
+        while limit.permits < 16 {
+            run(&limit, limit.permits, .success(latency: fast))
+            rounds += 1
+        }
+        #expect(rounds == 4)  // 1, 2, 4, 8, 16
+        run(&limit, 100, .success(latency: fast))
+        #expect(limit.permits == 16)
+    }
+
+    @Test func slotsAreBoundedByTheLimit() {
+        var limit = Limit(.init(maximum: 16, initial: 3))
+        var acquired: [Bool] = []
+        for _ in 0..<4 { acquired.append(limit.acquire()) }
+        #expect(acquired == [true, true, true, false])
+        limit.release(.other, at: .seconds(0))
+        let again = limit.acquire()
+        #expect(again && limit.inFlight == 3)
+    }
+
+    @Test func pastTheThresholdTheLimitGrowsByOnePerRoundTrip() {
+        var limit = Limit(.init(maximum: 64, initial: 8))
+        run(&limit, 1, .success(latency: fast))
+        run(&limit, 1, .backPressure, at: .seconds(1))  // threshold 4.5
+        #expect(limit.permits == 4)
+        #expect(limit.slowStartThreshold == 4.5)
+        // Each round trip (as many successes as there are permits) adds about one.
+        for _ in 0..<5 {
+            let before = limit.limit
+            run(&limit, limit.permits, .success(latency: fast), at: .seconds(2))
+            #expect((0.75...1.25).contains(limit.limit - before), "\(before) → \(limit.limit)")
+        }
+        #expect((8.5...9.5).contains(limit.limit))
+    }
+
+    @Test(arguments: [Limit.Outcome.backPressure, .success(latency: .milliseconds(100))])
+    func backPressureOrASlowAnswerHalvesTheLimitOncePerRoundTrip(signal: Limit.Outcome) {
+        var limit = Limit(.init(maximum: 16))
+        run(&limit, 15, .success(latency: fast))
+        #expect(limit.permits == 16)
+        run(&limit, 1, signal, at: .seconds(10))
+        #expect(limit.permits == 8)
+        // The rest of the burst's answers (within one baseline round trip) say the same.
+        run(&limit, 5, signal, at: .seconds(10.01))
+        #expect(limit.permits == 8)
+        run(&limit, 1, signal, at: .seconds(11))
+        #expect(limit.permits == 4)
+        // Never below one.
+        for second in 12..<20 { run(&limit, 1, .backPressure, at: .seconds(Double(second))) }
+        #expect(limit.permits == 1)
+    }
+
+    @Test func otherFailuresSayNothingAboutLoad() {
+        var limit = Limit(.init(maximum: 16, initial: 4))
+        run(&limit, 10, .other)
+        #expect(limit.permits == 4)
+    }
+
+    @Test func nothingIsGainedWhileHeldAndTheResolutionStartsSlowAgain() {
+        var limit = Limit(.init(maximum: 16))
+        run(&limit, 15, .success(latency: fast))
+        #expect(limit.permits == 16)
+        limit.hold()
+        run(&limit, 1, .backPressure, at: .seconds(1))
+        run(&limit, 20, .success(latency: fast), at: .seconds(2))
+        #expect(limit.permits == 8)
+        limit.resume()
+        #expect(limit.permits == 1 && !limit.isHeld)
+        // Slow start back to where it was before the incident, then one per round trip.
+        while limit.permits < 8 { run(&limit, limit.permits, .success(latency: fast), at: .seconds(3)) }
+        #expect(limit.slowStartThreshold == 8)
+    }
+}
