@@ -19,8 +19,8 @@ extension HTTPFailure {
     /// | 400, 404, 409, 413, 422 and other 4xx | invalid(reason) | `http4xx` (RFC 9457 problem `title`/`detail` in the text and reason) |
     /// | 407 | unreachable | `http407` (a proxy wants credentials) |
     /// | 408, 425 | transient | `http408`, `http425` |
-    /// | 429 | rateLimited(Retry-After) | `http429` |
-    /// | 503 with a usable `Retry-After` | rateLimited(Retry-After) | `http503` |
+    /// | 429 | rateLimited(Retry-After, or the `RateLimit` fields' reset when nothing remains) | `http429` |
+    /// | 503 with a usable `Retry-After` (or `RateLimit` reset) | rateLimited(Retry-After) | `http503` |
     /// | 503 without, and every other 5xx | transient | `http5xx` |
     /// | 3xx except 304 (a redirect on an API call) | unreachable | `captivePortal` (naming the `Location`) |
     /// | anything else (1xx, 2xx, 304, > 599) | invalid(reason) | `http<status>` |
@@ -62,7 +62,9 @@ private struct ErrorAnswer {
     init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, now: Date) {
         self.status = status
         reasonPhrase = HTTPResponseStatus(statusCode: status).reasonPhrase
+        // Retry-After first; without one, a RateLimit field with nothing left says when to come back.
         retryAfter = headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0, now: now) }
+            ?? RateLimitFields(headers: headers, now: now)?.pause
         location = headers.first(name: "Location")
         challenges = AuthenticationChallenge.parse(headers["WWW-Authenticate"])
         let contentType = headers.first(name: "Content-Type")
