@@ -45,10 +45,8 @@ package struct HTTPFailure: CategorizedError, Sendable {
     /// re-authentication is per realm, not per host) and for `fatal` (the job's service: a local
     /// misconfiguration pauses the service, whatever host it talks to).
     package var scope: String? {
-        switch category.kind {
-        case .unreachable, .rateLimited, .transient, .invalid: host
-        case .unauthenticated, .fatal: nil
-        }
+        // The host for the kinds whose scope is one; the bus takes the job's realm or service.
+        category.kind.scopeKind == .host ? host : nil
     }
 
     /// A failure with every field given; the classification entry points are usually what you

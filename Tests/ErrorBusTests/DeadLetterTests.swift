@@ -12,7 +12,7 @@ struct DeadLetterTests {
             for number in 0..<6 {
                 let failure = number < 5 ? rejected : tooLarge
                 do throws(JobStopped) {
-                    _ = try await bus.run(.sync(number)) { () async throws -> Void in throw failure }
+                    _ = try await bus.perform(.sync(number)) { () async throws -> Void in throw failure }
                     Issue.record("an invalid job must not succeed")
                 } catch {
                     stops.append(error)
@@ -48,7 +48,7 @@ struct DeadLetterTests {
         try await withRunningBus { bus, _, events in
             let rejected = TestFailure(.invalid(reason: "field 'name' is required"), cause: "http422")
             do throws(JobStopped) {
-                _ = try await bus.run(.sync(1)) { () async throws -> Void in throw rejected }
+                _ = try await bus.perform(.sync(1)) { () async throws -> Void in throw rejected }
             } catch {}
             let deadLettered = await events.next(.jobDeadLettered)
             let kinds = events.seen.map(\.kind)

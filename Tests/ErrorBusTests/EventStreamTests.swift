@@ -11,6 +11,12 @@ struct EventStreamTests {
         func next() -> Int { count.add(1, ordering: .relaxed).newValue }
     }
 
+    /// A subscription never throws, and inside it `Failure` is still the bus's failure.
+    @Test func aSubscriptionIsANonThrowingSequence() {
+        #expect(EventSubscription.Failure.self == Never.self)
+        #expect(EventSubscription.Element.self == BusEvent.self)
+    }
+
     @Test func theCanarysCallerHasItsResultBeforeItsIncidentIsToldResolved() async throws {
         try await withRunningBus { bus, clock, events in
             let runs = Runs()

@@ -90,7 +90,7 @@ struct OperatorTests {
             let stopped = await withTaskGroup(of: JobStopped?.self) { group in
                 group.addTask {
                     do throws(JobStopped) {
-                        try await bus.run(.sync(0)) { () async throws -> Void in throw TestFailure.transient }
+                        try await bus.perform(.sync(0)) { () async throws -> Void in throw TestFailure.transient }
                         return nil
                     } catch {
                         return error
@@ -121,7 +121,7 @@ struct OperatorTests {
                         // Three hosts, three incidents: every job fails and parks.
                         group.addTask {
                             do throws(JobStopped) {
-                                try await bus.run(.sync(number, scope: "host-\(number)")) { () async throws -> Void in
+                                try await bus.perform(.sync(number, scope: "host-\(number)")) { () async throws -> Void in
                                     throw TestFailure.transient
                                 }
                                 return nil

@@ -15,7 +15,7 @@ struct ReauthenticationTests {
             async let values = withThrowingTaskGroup(of: Int.self, returning: [Int].self) { group in
                 for number in 0..<jobs {
                     group.addTask {
-                        try await bus.run(.sync(number)) {
+                        try await bus.perform(.sync(number)) {
                             if !renewed.isSet {
                                 await barrier.arriveAndWait()
                                 throw TestFailure.unauthenticated

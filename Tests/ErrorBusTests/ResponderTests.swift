@@ -12,7 +12,7 @@ struct ResponderTests {
             }, to: "loader")
             let job = Job(id: "resources/motd", service: "loader", scope: "api.test")
             do throws(JobStopped) {
-                _ = try await bus.run(job) { () async throws -> Void in
+                _ = try await bus.perform(job) { () async throws -> Void in
                     throw TestFailure(.invalid(reason: "no such resource"), cause: "http404")
                 }
                 Issue.record("the job should have stopped")
@@ -27,7 +27,7 @@ struct ResponderTests {
 
             // Other services are not affected by the loader's responder.
             do throws(JobStopped) {
-                _ = try await bus.run(.sync(0)) { () async throws -> Void in
+                _ = try await bus.perform(.sync(0)) { () async throws -> Void in
                     throw TestFailure(.invalid(reason: "no such resource"), cause: "http404")
                 }
             } catch {
@@ -45,7 +45,7 @@ struct ResponderTests {
 
             func stopOnce() async -> JobStopped? {
                 do throws(JobStopped) {
-                    _ = try await bus.run(.sync(0)) { () async throws -> Void in throw TestFailure.transient }
+                    _ = try await bus.perform(.sync(0)) { () async throws -> Void in throw TestFailure.transient }
                     return nil
                 } catch {
                     return error

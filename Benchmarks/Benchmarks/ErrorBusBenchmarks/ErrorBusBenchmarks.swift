@@ -165,7 +165,7 @@ let benchmarks: @Sendable () -> Void = {
         await withDiscardingTaskGroup { group in
             for number in 0..<calls {
                 group.addTask {
-                    _ = try? await bus.run(job(number)) { () async throws -> Void in throw ProxyRefused() }
+                    _ = try? await bus.perform(job(number)) { () async throws -> Void in throw ProxyRefused() }
                 }
             }
             var seen = 0

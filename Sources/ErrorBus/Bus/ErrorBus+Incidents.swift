@@ -13,7 +13,7 @@ extension ErrorBus {
     func open(
         _ failure: Failure,
         parking command: Command?,
-        policy: IncidentPolicy<BusInstant>? = nil
+        policy: IncidentPolicy<TimelineInstant>? = nil
     ) -> (id: IncidentID, decision: FailureDecision?) {
         let id = IncidentID(rawValue: nextIncidentID)
         nextIncidentID += 1
@@ -49,7 +49,7 @@ extension ErrorBus {
     }
 
     /// Carries out what an incident's policy decided.
-    func execute(_ action: PolicyAction<BusInstant>, for incident: IncidentRecord, byOperator: Bool = false) {
+    func execute(_ action: PolicyAction<TimelineInstant>, for incident: IncidentRecord, byOperator: Bool = false) {
         switch action {
         case .wait(let deadline, let step):
             schedule(step, at: deadline, for: incident)
@@ -72,7 +72,7 @@ extension ErrorBus {
     /// Schedules a step. A later deadline for the step already scheduled only moves the deadline
     /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
     /// deadline back costs no timer each.
-    private func schedule(_ step: PolicyStep, at deadline: BusInstant, for incident: IncidentRecord) {
+    private func schedule(_ step: PolicyStep, at deadline: TimelineInstant, for incident: IncidentRecord) {
         let waiting: IncidentState = step == .close ? .collecting : .waiting
         if incident.state == waiting, let next = incident.next, next.step == step, deadline >= next.at {
             incident.next = (step, deadline)
@@ -350,7 +350,7 @@ extension ErrorBus {
     // MARK: - Retry budget
 
     /// Arms a wake-up for when the budget has a token for the waiting retries.
-    func scheduleBudgetWake(after now: BusInstant) {
+    func scheduleBudgetWake(after now: TimelineInstant) {
         let wakeAt = budget.nextToken(after: now)
         if let armed = budgetWakeAt, armed <= wakeAt { return }
         budgetWakeAt = wakeAt

@@ -18,7 +18,7 @@ extension ErrorBus {
     ///   responder (with its evaluation), discarded or cancelled by an operator, refused because
     ///   parking is full, or cancelled with the caller's task. The operation may already have run
     ///   when the caller's task is cancelled while the job is being released.
-    public nonisolated func run<Value: Sendable>(
+    public nonisolated func perform<Value: Sendable>(
         _ job: Job,
         operation: @escaping @Sendable () async throws -> Value
     ) async throws(JobStopped) -> Value {

@@ -240,7 +240,7 @@ extension ErrorBus {
     /// - an incident's ``BusEvent/Kind/incidentOpened`` comes before every other event of that
     ///   incident, including the parking or dead letter of the job whose failure opened it;
     /// - ``BusEvent/Kind/incidentResolved`` comes after the caller of the incident's canary has
-    ///   been given its result (a `run` returned, a `submit` completion called), so a subscriber
+    ///   been given its result (a `perform` returned, a `submit` completion called), so a subscriber
     ///   that acts on the resolution, cancelling that caller say, cannot change that result.
     ///
     /// - Parameter bufferSize: Events the subscriber may fall behind before losing the oldest;

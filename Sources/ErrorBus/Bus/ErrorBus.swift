@@ -4,7 +4,7 @@ import Synchronization
 
 /// The one place every failure of a daemon goes.
 ///
-/// Services run their work through the bus (``run(_:operation:)``, ``submit(_:operation:completion:)``)
+/// Services run their work through the bus (``perform(_:operation:)``, ``submit(_:operation:completion:)``)
 /// or report failures with nothing to re-run (``report(_:)``). The bus categorises each failure,
 /// lets the service's responders answer it first, and otherwise turns bursts of failures with
 /// one fingerprint into one **incident** whose policy runs once: back-off with canaries, waiting
@@ -16,7 +16,7 @@ import Synchronization
 /// The bus does no I/O of its own; probes and re-authentication are injected.
 public actor ErrorBus {
     public nonisolated let configuration: ErrorBusConfiguration
-    nonisolated let clock: BusClock
+    nonisolated let clock: Timeline
     let logger: Logger
 
     var probe: (any ReachabilityProbe)?
@@ -41,10 +41,10 @@ public actor ErrorBus {
 
     var parkedTotal = 0
     var overflowCount = 0
-    var budget: RetryBudget<BusInstant>
+    var budget: RetryBudget<TimelineInstant>
     /// Commands whose retry waits for the budget, oldest first.
     var budgetWaiters = Deque<Command>()
-    var budgetWakeAt: BusInstant?
+    var budgetWakeAt: TimelineInstant?
 
     var responders: [String: [(id: UInt64, responder: any ErrorResponder)]] = [:]
     var nextResponderID: UInt64 = 0
@@ -72,8 +72,8 @@ public actor ErrorBus {
     let workStream: AsyncStream<Work>
 
     enum Work: Sendable {
-        case timer(IncidentID, generation: UInt64, deadline: BusInstant)
-        case budgetTimer(deadline: BusInstant)
+        case timer(IncidentID, generation: UInt64, deadline: TimelineInstant)
+        case budgetTimer(deadline: TimelineInstant)
         case canary(IncidentID, generation: UInt64)
         case probe(IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind)
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
@@ -102,7 +102,7 @@ public actor ErrorBus {
         logger: Logger
     ) {
         self.configuration = configuration
-        self.clock = BusClock(clock)
+        self.clock = Timeline(clock)
         self.probe = probe
         self.authenticator = authenticator
         self.random = random

@@ -50,7 +50,7 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 }
 
-/// Holds the value of a `run` operation until the caller picks it up.
+/// Holds the value of a `perform` operation until the caller picks it up.
 final class ValueBox<Value: Sendable>: Sendable {
     private let storage = Mutex<Value?>(nil)
 

@@ -6,8 +6,8 @@ import Synchronization
 /// subscriber that falls further behind loses the oldest ones, counted in ``droppedEvents``; it
 /// never slows the bus down. Iterate it from one task; stop iterating (or drop it) to unsubscribe.
 public struct EventSubscription: AsyncSequence, Sendable {
-    public typealias Element = BusEvent
-    public typealias Failure = Never
+    // `Element` and the sequence's `Failure` (`Never`) are inferred from the iterator: a
+    // `typealias Failure` here would shadow the bus's own `Failure` inside this type.
 
     /// The bus's state when the subscription began: replay it before the events.
     public let initialSnapshot: BusSnapshot

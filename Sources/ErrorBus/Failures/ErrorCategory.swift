@@ -50,6 +50,28 @@ public enum ErrorCategory: Sendable, Hashable {
         ///
         /// `invalid` concerns only the job that carried the bad request, so it holds back nothing.
         var holdsScope: Bool { self != .invalid }
+
+        /// What the scope of a failure of this kind names: the one rule by which a failure's
+        /// scope is chosen (``Failure/init(_:job:)``, a classifier's default) and an incident
+        /// holds back work.
+        public var scopeKind: ScopeKind {
+            switch self {
+            case .unreachable, .rateLimited, .transient, .invalid: .host
+            case .unauthenticated: .realm
+            case .fatal: .service
+            }
+        }
+    }
+
+    /// What a failure's scope names.
+    public enum ScopeKind: Sendable, Hashable {
+        /// The server the job talks to (``Job/scope``): an outage, a rate limit, a bad answer
+        /// concern every job sent there.
+        case host
+        /// The credentials' realm (``Job/realm``): one sign-in serves every job of the realm.
+        case realm
+        /// The job's service: a fatal condition pauses the service.
+        case service
     }
 }
 

@@ -12,7 +12,7 @@ final class IncidentRecord {
     let fingerprint: Fingerprint
     let service: String
     /// When it opened, by the bus's clock (for its age) and by the wall clock (for people).
-    let opened: BusInstant
+    let opened: TimelineInstant
     let openedAt = Date()
     /// What the incident holds back while it holds its scope; `nil` for `invalid`, and when
     /// failures are grouped per job (its one job is parked; no other is held).
@@ -24,22 +24,22 @@ final class IncidentRecord {
     var category: ErrorCategory
     var text: OperatorText
     var state: IncidentState
-    var policy: IncidentPolicy<BusInstant>
+    var policy: IncidentPolicy<TimelineInstant>
     var failures = 1
     var parked = Deque<Command>()
     var parkedByService: [String: Int] = [:]
     var released = 0
     var deadLettered = 0
     /// The step the policy scheduled and when.
-    var next: (step: PolicyStep, at: BusInstant)?
+    var next: (step: PolicyStep, at: TimelineInstant)?
     /// Bumped whenever the schedule changes, so that stale timers, probes and releases are
     /// recognised and ignored.
     var generation: UInt64 = 0
     var resolution: Resolution?
-    var closed: BusInstant?
+    var closed: TimelineInstant?
     var closedAt: Date?
 
-    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<BusInstant>, at now: BusInstant) {
+    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, at now: TimelineInstant) {
         self.id = id
         self.fingerprint = failure.fingerprint
         self.service = failure.service
@@ -86,7 +86,7 @@ final class IncidentRecord {
         }
     }
 
-    func snapshot(at now: BusInstant) -> IncidentSnapshot {
+    func snapshot(at now: TimelineInstant) -> IncidentSnapshot {
         IncidentSnapshot(
             id: id,
             fingerprint: fingerprint,
@@ -116,12 +116,11 @@ enum HoldKey: Hashable, Sendable {
     case service(String)
 
     init?(_ fingerprint: Fingerprint) {
-        guard fingerprint.job == nil else { return nil }
-        switch fingerprint.kind {
-        case .unreachable, .rateLimited, .transient: self = .scope(fingerprint.scope)
-        case .unauthenticated: self = .realm(fingerprint.scope)
-        case .fatal: self = .service(fingerprint.scope)
-        case .invalid: return nil
+        guard fingerprint.job == nil, fingerprint.kind.holdsScope else { return nil }
+        switch fingerprint.kind.scopeKind {
+        case .host: self = .scope(fingerprint.scope)
+        case .realm: self = .realm(fingerprint.scope)
+        case .service: self = .service(fingerprint.scope)
         }
     }
 }

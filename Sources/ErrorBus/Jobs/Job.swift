@@ -24,10 +24,10 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The scope a failure of this kind applies to when its error names none.
     func defaultScope(for kind: ErrorCategory.Kind) -> String {
-        switch kind {
-        case .unauthenticated: realm ?? scope
-        case .fatal: service
-        case .unreachable, .rateLimited, .transient, .invalid: scope
+        switch kind.scopeKind {
+        case .host: scope
+        case .realm: realm ?? scope
+        case .service: service
         }
     }
 }

@@ -1,6 +1,6 @@
 /// Why a job ended without its operation succeeding, and what its caller should do.
 ///
-/// Thrown by ``ErrorBus/run(_:operation:)`` and delivered to ``ErrorBus/submit(_:operation:completion:)``
+/// Thrown by ``ErrorBus/perform(_:operation:)`` and delivered to ``ErrorBus/submit(_:operation:completion:)``
 /// completions.
 public struct JobStopped: Error, Sendable, CustomStringConvertible {
     /// What the caller should do: `proceed`, `cancel` or `abort` (never `retry`: the bus retries

@@ -121,7 +121,7 @@ actor LoaderService: Service {
         var state = states[resource.name] ?? ResourceState()
         state.lastChecked = Date()
         do throws(JobStopped) {
-            let fetch = try await bus.run(job) {
+            let fetch = try await bus.perform(job) {
                 try await Self.fetch(resource.name, to: path, etag: etag, settings: settings, http: http, auth: auth)
             }
             state.lastProblem = nil

@@ -1,3 +1,4 @@
+import ErrorBus
 import Synchronization
 
 /// Runs a ``NetworkChangeDebouncer`` on a clock: notifications are recorded from the reading
@@ -5,13 +6,13 @@ import Synchronization
 ///
 /// One callback at a time: notifications that arrive while it runs form the next burst.
 final class NetworkChangeCoalescer: Sendable {
-    private let clock: MonitorClock
+    private let clock: Timeline
     private let debouncer: Mutex<NetworkChangeDebouncer>
     /// Wakes ``run(onChange:)`` when a burst may have started; one pending wake-up is enough.
     private let wakeUps: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
 
-    init(quiet: Duration, maximumDelay: Duration, clock: MonitorClock) {
+    init(quiet: Duration, maximumDelay: Duration, clock: Timeline) {
         self.clock = clock
         debouncer = Mutex(NetworkChangeDebouncer(quiet: quiet, maximumDelay: maximumDelay))
         (wakeUps, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

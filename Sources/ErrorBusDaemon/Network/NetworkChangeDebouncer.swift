@@ -1,3 +1,5 @@
+import ErrorBus
+
 /// Turns a burst of network notifications into one change: the state machine behind
 /// ``NetworkChangeMonitor``, with no I/O and no clock of its own.
 ///
@@ -7,8 +9,8 @@
 struct NetworkChangeDebouncer: Sendable {
     /// The burst being collected.
     private struct Burst: Sendable {
-        var started: MonitorInstant
-        var last: MonitorInstant
+        var started: TimelineInstant
+        var last: TimelineInstant
         var change: NetworkChange
     }
 
@@ -24,7 +26,7 @@ struct NetworkChangeDebouncer: Sendable {
     }
 
     /// Notifications arrived at `now`.
-    mutating func record(_ change: NetworkChange, at now: MonitorInstant) {
+    mutating func record(_ change: NetworkChange, at now: TimelineInstant) {
         if burst == nil {
             burst = Burst(started: now, last: now, change: change)
         } else {
@@ -34,12 +36,12 @@ struct NetworkChangeDebouncer: Sendable {
     }
 
     /// When the current burst ends, if one is being collected.
-    var deadline: MonitorInstant? {
+    var deadline: TimelineInstant? {
         burst.map { min($0.last.advanced(by: quiet), $0.started.advanced(by: maximumDelay)) }
     }
 
     /// The finished burst, if its deadline has passed at `now`; the debouncer is then empty.
-    mutating func takeFinished(at now: MonitorInstant) -> NetworkChange? {
+    mutating func takeFinished(at now: TimelineInstant) -> NetworkChange? {
         guard let deadline, deadline <= now, let finished = burst else { return nil }
         burst = nil
         return finished.change

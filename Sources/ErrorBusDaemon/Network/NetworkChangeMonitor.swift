@@ -1,3 +1,4 @@
+import ErrorBus
 import ErrorBusSupport
 package import Logging
 package import NIOCore
@@ -36,7 +37,7 @@ package import ServiceLifecycle
 package struct NetworkChangeMonitor: Service {
     private let debounce: Duration
     private let maximumDelay: Duration
-    private let clock: MonitorClock
+    private let clock: Timeline
     private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
     private let onChange: @Sendable (NetworkChange) async -> Void
@@ -100,7 +101,7 @@ package struct NetworkChangeMonitor: Service {
     ) {
         self.debounce = debounce
         self.maximumDelay = maximumDelay
-        self.clock = MonitorClock(clock)
+        self.clock = Timeline(clock)
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
         self.openSocket = openSocket

@@ -1,3 +1,4 @@
+import ErrorBus
 import ErrorBusTesting
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct NetworkChangeCoalescerTests {
     @Test func oneCallbackPerBurst() async throws {
         let clock = ManualClock()
-        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: MonitorClock(clock))
+        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: Timeline(clock))
         let (changes, changed) = AsyncStream.makeStream(of: NetworkChange.self)
         await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -43,7 +44,7 @@ struct NetworkChangeCoalescerTests {
 
     @Test func notificationsDuringACallbackFormTheNextBurst() async throws {
         let clock = ManualClock()
-        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: MonitorClock(clock))
+        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: Timeline(clock))
         let (entered, enter) = AsyncStream.makeStream(of: NetworkChange.self)
         let gate = Gate()
         await withThrowingTaskGroup(of: Void.self) { group in
@@ -73,7 +74,7 @@ struct NetworkChangeCoalescerTests {
 
     @Test func cancellationEndsRunWhileWaiting() async throws {
         let clock = ManualClock()
-        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: MonitorClock(clock))
+        let coalescer = NetworkChangeCoalescer(quiet: .milliseconds(500), maximumDelay: .seconds(5), clock: Timeline(clock))
         let task = Task { try await coalescer.run { _ in } }
         coalescer.record(NetworkChange(links: 1))
         await clock.sleepers(atLeast: 1)

@@ -1,3 +1,4 @@
+import ErrorBus
 import Testing
 
 @testable import ErrorBusDaemon
@@ -5,8 +6,8 @@ import Testing
 /// The debouncing state machine, instant by instant.
 @Suite(.timeLimit(.minutes(1)))
 struct NetworkChangeDebouncerTests {
-    static func at(_ milliseconds: Int64) -> MonitorInstant {
-        MonitorInstant(offset: .milliseconds(milliseconds))
+    static func at(_ milliseconds: Int64) -> TimelineInstant {
+        TimelineInstant(offset: .milliseconds(milliseconds))
     }
 
     @Test func aBurstEndsAfterItsQuietPeriod() {
