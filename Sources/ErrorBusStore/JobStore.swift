@@ -86,8 +86,8 @@ package final class JobStore: Sendable {
         do {
             try Self.prepareDirectory(directory)
             lock = try StoreLock(directory: directory)
-            if try StoreSyscalls.stat(path) != nil {
-                try StoreSyscalls.access(path, R_OK | W_OK)
+            if try SystemCall.stat(path) != nil {
+                try SystemCall.access(path, R_OK | W_OK)
             }
         } catch {
             throw StoreError(systemCall: error, action: action)
@@ -231,17 +231,17 @@ package final class JobStore: Sendable {
 
     /// Creates the state directory with mode 0700 when it is missing.
     private static func prepareDirectory(_ directory: String) throws(SystemCallError) {
-        if let isDirectory = try StoreSyscalls.isDirectory(directory) {
+        if let isDirectory = try SystemCall.isDirectory(directory) {
             guard isDirectory else {
                 throw SystemCallError(call: "stat", errnoCode: ENOTDIR, path: directory)
             }
         } else {
             do {
-                try StoreSyscalls.mkdir(directory, mode: 0o700)
+                try SystemCall.mkdir(directory, mode: 0o700)
             } catch where error.errnoCode == EEXIST {
                 // Created meanwhile by someone else: fine.
             }
         }
-        try StoreSyscalls.access(directory, R_OK | W_OK | X_OK)
+        try SystemCall.access(directory, R_OK | W_OK | X_OK)
     }
 }

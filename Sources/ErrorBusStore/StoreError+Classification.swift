@@ -79,7 +79,7 @@ extension StoreError {
 
     /// Whether the file system holding `directory` has less room left than one write needs.
     static func isFull(_ directory: String) -> Bool {
-        guard let status = try? StoreSyscalls.statvfs(directory) else { return false }
+        guard let status = try? SystemCall.statvfs(directory) else { return false }
         // Root may use the blocks reserved for it; others may not.
         let blocks = geteuid() == 0 ? status.f_bfree : status.f_bavail
         let inodes = geteuid() == 0 ? status.f_ffree : status.f_favail
@@ -90,7 +90,7 @@ extension StoreError {
     /// Why the state directory cannot be written, if `access(2)` says so.
     private static func directoryProblem(_ directory: String) -> Code? {
         do {
-            try StoreSyscalls.access(directory, R_OK | W_OK | X_OK)
+            try SystemCall.access(directory, R_OK | W_OK | X_OK)
             return nil
         } catch {
             switch error.errnoCode {

@@ -20,16 +20,16 @@ final class StoreLock: Sendable {
     /// so a lock released just now may still be held for a few milliseconds: hence the patience.
     init(directory: String, patience: Duration = .milliseconds(500)) throws(SystemCallError) {
         let path = directory + "/" + Self.fileName
-        let descriptor = try StoreSyscalls.open(path, flags: O_RDWR | O_CREAT, mode: 0o600)
+        let descriptor = try SystemCall.open(path, flags: O_RDWR | O_CREAT, mode: 0o600)
         let deadline = ContinuousClock.now + patience
         while true {
             do {
-                try StoreSyscalls.flock(descriptor, LOCK_EX | LOCK_NB, path: path)
+                try SystemCall.flock(descriptor, LOCK_EX | LOCK_NB, path: path)
                 break
             } catch where error.errnoCode == EWOULDBLOCK && ContinuousClock.now < deadline {
                 usleep(10_000)
             } catch {
-                StoreSyscalls.close(descriptor)
+                try? SystemCall.close(descriptor)
                 throw error
             }
         }
@@ -40,7 +40,7 @@ final class StoreLock: Sendable {
     /// Drops the lock. Later calls do nothing.
     func release() {
         if let descriptor = self.descriptor.withLock({ value in defer { value = nil }; return value }) {
-            StoreSyscalls.close(descriptor)
+            try? SystemCall.close(descriptor)
         }
     }
 

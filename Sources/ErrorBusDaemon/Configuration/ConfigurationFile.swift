@@ -1,11 +1,12 @@
+import ErrorBusSupport
 import Glibc
 
 /// Reads the small files configuration comes from (the YAML file, the client secret), with the
 /// operating system's reason when that fails.
 ///
 /// Foundation's file APIs report a missing file and a permission problem alike on Linux;
-/// an administrator needs to know which. Every call goes through ``check(_:_:)``, which retries
-/// `EINTR` and turns -1 into the `errno` text.
+/// an administrator needs to know which. Every call goes through ``SystemCall``; its error's
+/// `errno` text is what the reader is told.
 enum ConfigurationFile {
     /// Why a file could not be read: `strerror`'s text, such as "No such file or directory".
     struct ReadError: Error, Sendable, CustomStringConvertible {
@@ -14,11 +15,11 @@ enum ConfigurationFile {
 
     /// The bytes of the regular file at `path`, at most `limit` of them.
     static func read(_ path: String, limit: Int) throws(ReadError) -> [UInt8] {
-        let descriptor = try check { open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) }
-        defer { _ = close(descriptor) }
+        let descriptor = try check { () throws(SystemCallError) in try SystemCall.open(path, flags: O_RDONLY | O_NOCTTY) }
+        defer { try? SystemCall.close(descriptor) }
 
         var status = stat()
-        _ = try check { fstat(descriptor, &status) }
+        _ = try check { () throws(SystemCallError) in try SystemCall.check("fstat", path: path) { fstat(descriptor, &status) } }
         switch status.st_mode & S_IFMT {
         case S_IFREG:
             break
@@ -34,8 +35,10 @@ enum ConfigurationFile {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            let count = try check {
-                chunk.withUnsafeMutableBytes { buffer in Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+            let count = try check { () throws(SystemCallError) in
+                try SystemCall.check("read", path: path) {
+                    chunk.withUnsafeMutableBytes { buffer in Glibc.read(descriptor, buffer.baseAddress, buffer.count) }
+                }
             }
             if count == 0 { return bytes }
             bytes += chunk[..<count]
@@ -45,14 +48,12 @@ enum ConfigurationFile {
         }
     }
 
-    /// Runs one system call, retrying it on `EINTR`, and throws `errno`'s text if it returned -1.
-    private static func check<T: FixedWidthInteger>(_ body: () -> T) throws(ReadError) -> T {
-        while true {
-            let result = body()
-            guard result == -1 else { return result }
-            let code = errno
-            if code == EINTR { continue }
-            throw ReadError(description: String(cString: strerror(code)))
+    /// Runs a system call; its failure is told by `errno`'s text alone (the caller names the file).
+    private static func check<T>(_ body: () throws(SystemCallError) -> T) throws(ReadError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw ReadError(description: error.reason)
         }
     }
 }

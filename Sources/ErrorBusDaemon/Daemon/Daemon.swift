@@ -233,19 +233,24 @@ package struct Daemon: Sendable {
         let state = configuration.state.directory
         let outbox = configuration.sync.outbox
         return {
-            var info = statvfs()
-            guard statvfs(state, &info) == 0 else {
-                return .unreachable(reason: "cannot examine \(state): \(SystemCallError(call: "statvfs", errnoCode: errno))")
+            do throws(SystemCallError) {
+                let info = try SystemCall.statvfs(state)
+                let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
+                guard free >= 16 * 1024 * 1024 else {
+                    return .unreachable(reason: "\(state) has only \(free / 1024) KiB free")
+                }
+            } catch {
+                return .unreachable(reason: "cannot examine \(state): \(error)")
             }
-            let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
-            guard free >= 16 * 1024 * 1024 else {
-                return .unreachable(reason: "\(state) has only \(free / 1024) KiB free")
+            do throws(SystemCallError) {
+                try SystemCall.access(state, W_OK)
+            } catch {
+                return .unreachable(reason: "\(state) is not writable: \(error)")
             }
-            guard access(state, W_OK) == 0 else {
-                return .unreachable(reason: "\(state) is not writable: \(SystemCallError(call: "access", errnoCode: errno))")
-            }
-            guard access(outbox, R_OK | X_OK) == 0 else {
-                return .unreachable(reason: "\(outbox) is not readable: \(SystemCallError(call: "access", errnoCode: errno))")
+            do throws(SystemCallError) {
+                try SystemCall.access(outbox, R_OK | X_OK)
+            } catch {
+                return .unreachable(reason: "\(outbox) is not readable: \(error)")
             }
             return .reachable
         }

@@ -41,19 +41,19 @@ enum AtomicFile {
                 try await handle.synchronize()
                 return offset
             }
-            try SystemCall.check("rename", path: path) { rename(temporary, path) }
+            try SystemCall.rename(temporary, to: path)
             try synchronizeDirectory(directory)
             return written
         } catch {
-            unlink(temporary)
+            try? SystemCall.unlink(temporary)
             throw error
         }
     }
 
     /// Flushes a directory's entries (a rename is only durable once its directory is).
     static func synchronizeDirectory(_ directory: String) throws {
-        let descriptor = try SystemCall.check("open", path: directory) { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { close(descriptor) }
-        try SystemCall.check("fsync", path: directory) { fsync(descriptor) }
+        let descriptor = try SystemCall.open(directory, flags: O_RDONLY | O_DIRECTORY)
+        defer { try? SystemCall.close(descriptor) }
+        try SystemCall.fsync(descriptor, path: directory)
     }
 }

@@ -33,7 +33,7 @@ struct OutboxWatcher: Sendable {
             let mask = UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE) | UInt32(IN_ATTRIB) | UInt32(IN_ONLYDIR)
             try SystemCall.check("inotify_add_watch", path: directory) { inotify_add_watch(descriptor, directory, mask) }
         } catch {
-            close(descriptor)
+            try? SystemCall.close(descriptor)
             throw error
         }
         // The channel owns the descriptor from here on and closes it.

@@ -467,16 +467,15 @@ actor SyncService: Service {
     /// Removes (or moves, by configuration) a delivered file.
     private func remove(_ path: String, fileName: String) {
         seen[fileName] = nil
-        switch settings.afterDelivery {
-        case .delete:
-            if unlink(path) != 0 && errno != ENOENT {
-                logger.error("cannot remove delivered \(path): \(SystemCallError(call: "unlink", errnoCode: errno))")
+        do throws(SystemCallError) {
+            switch settings.afterDelivery {
+            case .delete: try SystemCall.unlink(path)
+            case .move(let directory): try SystemCall.rename(path, to: directory + "/" + fileName)
             }
-        case .move(let directory):
-            let target = directory + "/" + fileName
-            if rename(path, target) != 0 && errno != ENOENT {
-                logger.error("cannot move delivered \(path) to \(target): \(SystemCallError(call: "rename", errnoCode: errno))")
-            }
+        } catch where error.errnoCode != ENOENT {
+            logger.error("cannot remove or move delivered \(path) (sync.after-delivery): \(error)")
+        } catch {
+            // Already gone: an operator or a copy's removal took it.
         }
     }
 
