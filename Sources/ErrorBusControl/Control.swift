@@ -15,6 +15,10 @@ public enum Control {
     /// `io.errorbus.Control`
     public static let interfaceName = "io.errorbus.Control"
 
+    /// The errors errorbusd's Varlink server answers with about a connection itself (too many
+    /// connections, a message too large), declared as `io.errorbus.varlink`.
+    public static let serverErrors = VarlinkServerErrors(interfaceName: "io.errorbus.varlink")
+
     // MARK: - Reading
 
     /// `GetStatus`

@@ -82,10 +82,10 @@ enum ControlConnection {
         if let problem = try? Control.configurationUnusable.parameters(of: error) {
             return "errorbusd cannot start, its configuration is unusable: \(problem.text). Fix it, then: systemctl restart errorbusd"
         }
-        if error.name == "io.errorbus.varlink.TooManyConnections" {
+        if Control.serverErrors.tooManyConnections.matches(error) {
             return "errorbusd has as many control connections as it takes (control.max-connections); try again later"
         }
-        if error.name == "io.errorbus.varlink.MessageTooLarge" {
+        if Control.serverErrors.messageTooLarge.matches(error) {
             return "the request or the answer is too large for the control socket"
         }
         if let problem = try? Control.storeUnavailable.parameters(of: error) {

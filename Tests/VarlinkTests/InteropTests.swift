@@ -16,13 +16,13 @@ struct InteropTests {
         let result = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
         let info = result?["info"] as? [String: Any]
         #expect(info?["vendor"] as? String == "errorbus")
-        #expect(info?["interfaces"] as? [String] == ["org.varlink.service", "io.errorbus.varlink", "io.errorbus.test"])
+        #expect(info?["interfaces"] as? [String] == ["org.varlink.service", "org.varlink.server", "io.errorbus.test"])
         let members = result?["members"] as? [String: [String]]
         #expect(members?["org.varlink.service"] == [
             "ExpectedMore", "GetInfo", "GetInterfaceDescription", "InterfaceNotFound", "InvalidParameter",
             "MethodNotFound", "MethodNotImplemented", "PermissionDenied",
         ])
-        #expect(members?["io.errorbus.varlink"] == ["InternalError", "InvalidMessage", "MessageTooLarge", "TooManyConnections"])
+        #expect(members?["org.varlink.server"] == ["InternalError", "InvalidMessage", "MessageTooLarge", "TooManyConnections"])
         #expect(members?["io.errorbus.test"] == [
             "Count", "Crash", "Echo", "Fail", "Flood", "Forecast", "Linger", "NoSuchThing", "NotYet", "Wait", "Weather", "WhoAmI",
         ])

@@ -15,14 +15,14 @@ struct LimitsTests {
             try await RawConnection.with(path) { send, messages throws in
                 // No terminator at all: the server must not wait for one.
                 try await send(String(repeating: " ", count: 2000))
-                #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.MessageTooLarge","parameters":{"maximum":1024}}"#))
+                #expect(try json(await messages.nextText()) == json(#"{"error":"org.varlink.server.MessageTooLarge","parameters":{"maximum":1024}}"#))
                 #expect(try await messages.nextText() == nil)
             }
             // Calls that arrived before the oversized message are answered first.
             try await RawConnection.with(path) { send, messages throws in
                 try await send(#"{"method":"io.errorbus.test.Echo","parameters":{"text":"first"}}"# + "\0" + String(repeating: "y", count: 1100) + "\0")
                 #expect(try json(await messages.nextText()) == json(#"{"parameters":{"text":"first"}}"#))
-                #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.MessageTooLarge","parameters":{"maximum":1024}}"#))
+                #expect(try json(await messages.nextText()) == json(#"{"error":"org.varlink.server.MessageTooLarge","parameters":{"maximum":1024}}"#))
                 #expect(try await messages.nextText() == nil)
             }
         }
@@ -33,7 +33,7 @@ struct LimitsTests {
         try await withTestServer(router: service.router()) { path in
             try await RawConnection.with(path) { send, messages throws in
                 try await send(message + "\0")
-                #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.InvalidMessage","parameters":{}}"#))
+                #expect(try json(await messages.nextText()) == json(#"{"error":"org.varlink.server.InvalidMessage","parameters":{}}"#))
                 #expect(try await messages.nextText() == nil)
             }
         }
@@ -85,7 +85,7 @@ struct LimitsTests {
                     let error = await #expect(throws: VarlinkError.self) {
                         try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "3")) }
                     }
-                    #expect(try error.flatMap { try VarlinkServerErrors.tooManyConnections.parameters(of: $0) } == .init(maximum: 2))
+                    #expect(try error.flatMap { try VarlinkServerErrors().tooManyConnections.parameters(of: $0) } == .init(maximum: 2))
                     // A privileged peer is not limited per user, and may use the reserve.
                     privilege.granted.store(true, ordering: .relaxed)
                     try await withClient(path) { third throws in
@@ -96,7 +96,7 @@ struct LimitsTests {
                             let full = await #expect(throws: VarlinkError.self) {
                                 try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "5")) }
                             }
-                            #expect(try full.flatMap { try VarlinkServerErrors.tooManyConnections.parameters(of: $0) } == .init(maximum: 4))
+                            #expect(try full.flatMap { try VarlinkServerErrors().tooManyConnections.parameters(of: $0) } == .init(maximum: 4))
                         }
                     }
                 }
@@ -152,7 +152,7 @@ struct LimitsTests {
                     _ = try await second.call(TestAPI.echo, .init(text: "2"))
                     try await withDeadline {
                         try await RawConnection.with(path) { _, messages throws in
-                            #expect(try json(await messages.nextText()) == json(#"{"error":"io.errorbus.varlink.TooManyConnections","parameters":{"maximum":2}}"#))
+                            #expect(try json(await messages.nextText()) == json(#"{"error":"org.varlink.server.TooManyConnections","parameters":{"maximum":2}}"#))
                             #expect(try await messages.nextText() == nil)
                         }
                     }
@@ -160,7 +160,7 @@ struct LimitsTests {
                     let error = await #expect(throws: VarlinkError.self) {
                         try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "3")) }
                     }
-                    #expect(try error.flatMap { try VarlinkServerErrors.tooManyConnections.parameters(of: $0) } == .init(maximum: 2))
+                    #expect(try error.flatMap { try VarlinkServerErrors().tooManyConnections.parameters(of: $0) } == .init(maximum: 2))
                     // The admitted connections are unaffected.
                     #expect(try await first.call(TestAPI.echo, .init(text: "still")) == .init(text: "still"))
                 }
@@ -171,7 +171,7 @@ struct LimitsTests {
                 while true {
                     do {
                         return try await withClient(path) { try await $0.call(TestAPI.echo, .init(text: "again")) }
-                    } catch let error as VarlinkError where error.name == VarlinkServerErrors.tooManyConnections.qualifiedName {
+                    } catch let error as VarlinkError where error.name == VarlinkServerErrors().tooManyConnections.qualifiedName {
                         await Task.yield()
                     }
                 }

@@ -16,8 +16,24 @@ struct ServerTests {
                 product: "varlink-tests",
                 version: "1.0",
                 url: "https://errorbus.example/varlink",
-                interfaces: ["org.varlink.service", "io.errorbus.varlink", "io.errorbus.test"]
+                interfaces: ["org.varlink.service", "org.varlink.server", "io.errorbus.test"]
             ))
+        }
+    }
+
+    /// The server's own errors are the service's to name: a method that fails without saying how
+    /// is answered under the name given, and that interface is served.
+    @Test func theServersOwnErrorsAreDeclaredWhereTheServiceSays() async throws {
+        try await withTestServer(router: service.router(errorInterface: "com.example.errors")) { path in
+            try await withClient(path) { client throws in
+                let info = try await client.call(VarlinkService.getInfo)
+                #expect(info.interfaces == ["org.varlink.service", "com.example.errors", "io.errorbus.test"])
+                let description = try await client.call(VarlinkService.getInterfaceDescription, .init(interface: "com.example.errors"))
+                #expect(description.description.contains("interface com.example.errors") && description.description.contains("error TooManyConnections"))
+            }
+        }
+        #expect(throws: VarlinkDeclarationError.self) {
+            try VarlinkRouter(vendor: "v", product: "p", version: "1", url: "u", errorInterface: "not an interface")
         }
     }
 
@@ -130,7 +146,7 @@ struct ServerTests {
                 let declared = await #expect(throws: VarlinkError.self) { try await client.call(TestAPI.fail, .init(id: 42)) }
                 #expect(try declared.flatMap { try TestAPI.noSuchThing.parameters(of: $0) } == .init(id: 42))
                 let undeclared = await #expect(throws: VarlinkError.self) { try await client.call(TestAPI.crash) }
-                #expect(undeclared?.name == "io.errorbus.varlink.InternalError")
+                #expect(undeclared?.name == "org.varlink.server.InternalError")
             }
         }
     }

@@ -26,13 +26,15 @@ struct ControlService: Sendable {
     let metrics: PrometheusCollectorRegistry?
     let logger: Logger
 
-    /// The router serving `io.errorbus.Control` (and `org.varlink.service`).
+    /// The router serving `io.errorbus.Control` (and `org.varlink.service`, and the server's own
+    /// errors as `io.errorbus.varlink`).
     func router() throws -> VarlinkRouter {
-        var router = VarlinkRouter(
+        var router = try VarlinkRouter(
             vendor: "errorbus",
             product: "errorbusd",
             version: ErrorBusVersion.current,
-            url: "https://github.com/errorbus/errorbus"
+            url: "https://github.com/errorbus/errorbus",
+            errorInterface: Control.serverErrors.interfaceName
         )
         try router.add(Control.interface)
 

@@ -4,10 +4,10 @@ extension VarlinkServer {
         /// Where to listen.
         public var address: Address
         /// The longest message accepted, in bytes. A longer one is answered with
-        /// `io.errorbus.varlink.MessageTooLarge` and the connection closed. Default: 1 MiB.
+        /// `MessageTooLarge` (``VarlinkServerErrors``) and the connection closed. Default: 1 MiB.
         public var maximumMessageSize: Int
         /// The most connections open at once. Beyond it, a new connection is sent
-        /// `io.errorbus.varlink.TooManyConnections` at once and closed. Default: 4096.
+        /// `TooManyConnections` (``VarlinkServerErrors``) at once and closed. Default: 4096.
         public var maximumConnections: Int
         /// The most connections one user (the peer's uid) may have open at once, unless
         /// ``isPrivileged`` says it is privileged. Default: 1024, as systemd's Varlink servers.

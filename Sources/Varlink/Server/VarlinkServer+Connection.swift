@@ -26,7 +26,8 @@ extension VarlinkServer {
                         allocator: channel.channel.allocator,
                         closeFuture: channel.channel.closeFuture,
                         encoder: encoder,
-                        decoder: decoder
+                        decoder: decoder,
+                        errors: router.serverErrors
                     )
                     try await serveCalls(inbound, connection: connection, quiescer: quiescer)
                 }
@@ -61,7 +62,7 @@ extension VarlinkServer {
                 "Closing a Varlink connection that sent a message over the size limit",
                 metadata: ["maximum": "\(error.maximumMessageSize)"]
             )
-            let reply = VarlinkServerErrors.messageTooLarge.error(.init(maximum: error.maximumMessageSize))
+            let reply = router.serverErrors.messageTooLarge.error(.init(maximum: error.maximumMessageSize))
             try? await connection.sink(oneway: false).write(error: reply)
         }
     }

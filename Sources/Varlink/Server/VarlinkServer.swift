@@ -116,8 +116,9 @@ public struct VarlinkServer: Service {
     ) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let bootstrap = ServerBootstrap(group: eventLoopGroup)
             .serverChannelOption(.backlog, value: 256)
+        let errors = router.serverErrors
         let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedConnection> = { [configuration] channel in
-            Self.initialize(channel, configuration: configuration, connections: connections, pending: pending)
+            Self.initialize(channel, configuration: configuration, errors: errors, connections: connections, pending: pending)
         }
         switch configuration.address.kind {
         case .path(let path, let mode):
@@ -146,6 +147,7 @@ public struct VarlinkServer: Service {
     private static func initialize(
         _ channel: any Channel,
         configuration: Configuration,
+        errors: VarlinkServerErrors,
         connections: ConnectionLimits,
         pending: PendingConnections
     ) -> EventLoopFuture<AcceptedConnection> {
@@ -155,7 +157,7 @@ public struct VarlinkServer: Service {
             case .success(let admitted):
                 admission = admitted
             case .failure(let refusal):
-                let error = VarlinkServerErrors.tooManyConnections.error(.init(maximum: refusal.limit))
+                let error = errors.tooManyConnections.error(.init(maximum: refusal.limit))
                 let message = try VarlinkWire.frame(
                     VarlinkWire.ErrorReply(error: error.name, parameters: error.parameters),
                     encoder: VarlinkWire.makeEncoder(),

@@ -12,6 +12,7 @@ struct ReplySink: Sendable {
     let closeFuture: EventLoopFuture<Void>
     /// Replies to a `oneway` call are dropped.
     let oneway: Bool
+    let errors: VarlinkServerErrors
 
     /// The connection failed while a reply was written: the client has gone or was disconnected.
     struct ConnectionFailed: Error {
@@ -68,7 +69,7 @@ struct ReplySink: Sendable {
                 "Varlink method failed",
                 metadata: ["varlink.method": "\(context.method)", "error": "\(String(reflecting: failure))"]
             )
-            try await write(error: VarlinkServerErrors.internalError.error())
+            try await write(error: errors.internalError.error())
         }
     }
 }

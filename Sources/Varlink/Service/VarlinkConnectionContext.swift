@@ -11,8 +11,9 @@ struct VarlinkConnectionContext: Sendable {
     let closeFuture: EventLoopFuture<Void>
     let encoder: JSONEncoder
     let decoder: JSONDecoder
+    let errors: VarlinkServerErrors
 
     func sink(oneway: Bool) -> ReplySink {
-        ReplySink(outbound: outbound, allocator: allocator, encoder: encoder, closeFuture: closeFuture, oneway: oneway)
+        ReplySink(outbound: outbound, allocator: allocator, encoder: encoder, closeFuture: closeFuture, oneway: oneway, errors: errors)
     }
 }

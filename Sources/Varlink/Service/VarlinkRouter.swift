@@ -22,6 +22,8 @@ import ServiceLifecycle
 /// }
 /// ```
 public struct VarlinkRouter: Sendable {
+    /// The errors the server answers with about a connection itself.
+    public let serverErrors: VarlinkServerErrors
     private var info: VarlinkService.Info
     private var interfaces: [String: VarlinkInterface] = [:]
     private var handlers: [String: MethodHandler] = [:]
@@ -30,11 +32,25 @@ public struct VarlinkRouter: Sendable {
     /// Throws only when the connection fails.
     typealias MethodHandler = @Sendable (_ message: ByteBuffer, _ context: VarlinkCallContext, _ sink: ReplySink) async throws -> Void
 
-    /// Creates a router for a service; `GetInfo` answers with these values.
+    /// Creates a router for a service; `GetInfo` answers with these values. The server's own
+    /// errors are declared in ``VarlinkServerErrors/defaultInterfaceName``.
     public init(vendor: String, product: String, version: String, url: String) {
+        do {
+            try self.init(vendor: vendor, product: product, version: version, url: url, errorInterface: VarlinkServerErrors.defaultInterfaceName)
+        } catch {
+            fatalError("\(VarlinkServerErrors.defaultInterfaceName) is declared wrongly: \(error)")
+        }
+    }
+
+    /// Creates a router for a service whose own errors (``VarlinkServerErrors``) are declared in
+    /// the interface `errorInterface`, a name in the service's reverse domain.
+    ///
+    /// - Throws: ``VarlinkDeclarationError`` if `errorInterface` is not an interface name.
+    public init(vendor: String, product: String, version: String, url: String, errorInterface: String) throws {
+        self.serverErrors = VarlinkServerErrors(interfaceName: errorInterface)
         self.info = VarlinkService.Info(vendor: vendor, product: product, version: version, url: url)
         addBuiltIn(VarlinkService.interface)
-        addBuiltIn(VarlinkServerErrors.interface)
+        addBuiltIn(try serverErrors.interface)
     }
 
     /// Adds an interface. Its methods answer `MethodNotImplemented` until they are implemented.
@@ -65,7 +81,7 @@ public struct VarlinkRouter: Sendable {
     /// The handler receives the decoded parameters and the call's context (the peer's
     /// credentials among them) and returns the reply. It answers with an error by throwing a
     /// ``VarlinkError``; any other error is logged and answered with
-    /// `io.errorbus.varlink.InternalError`. A call with `more` set gets the one reply; a `oneway`
+    /// `InternalError` (``VarlinkServerErrors``). A call with `more` set gets the one reply; a `oneway`
     /// call gets none.
     ///
     /// - Throws: ``VarlinkDeclarationError`` if the method's interface has not been added or does
@@ -171,7 +187,7 @@ extension VarlinkRouter {
             header = try connection.decoder.decode(VarlinkWire.CallHeader.self, from: message)
         } catch {
             connection.logger.info("Closing a Varlink connection that sent an invalid message", metadata: ["error": "\(error)"])
-            try? await connection.sink(oneway: false).write(error: VarlinkServerErrors.invalidMessage.error())
+            try? await connection.sink(oneway: false).write(error: serverErrors.invalidMessage.error())
             return .close
         }
         let oneway = header.oneway ?? false

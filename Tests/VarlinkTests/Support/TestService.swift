@@ -34,8 +34,15 @@ final class TestService: Sendable {
         return nil
     }
 
-    func router() throws -> VarlinkRouter {
-        var router = VarlinkRouter(vendor: "errorbus", product: "varlink-tests", version: "1.0", url: "https://errorbus.example/varlink")
+    /// - Parameter errorInterface: Where the server's own errors are declared; the router's
+    ///   default when nil.
+    func router(errorInterface: String? = nil) throws -> VarlinkRouter {
+        var router =
+            if let errorInterface {
+                try VarlinkRouter(vendor: "errorbus", product: "varlink-tests", version: "1.0", url: "https://errorbus.example/varlink", errorInterface: errorInterface)
+            } else {
+                VarlinkRouter(vendor: "errorbus", product: "varlink-tests", version: "1.0", url: "https://errorbus.example/varlink")
+            }
         try router.add(TestAPI.interface())
         try router.implement(TestAPI.echo) { parameters, _ in
             TestAPI.Text(text: String(repeating: parameters.text, count: parameters.times ?? 1))
