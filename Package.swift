@@ -20,6 +20,9 @@ let compactRelocations: [LinkerSetting] = [
 
 let package = Package(
     name: "errorbus",
+    // errorbusd and every module but ErrorBus and ErrorBusTesting are Linux only (Glibc, inotify,
+    // netlink, SO_PEERCRED, libsystemd), which SwiftPM cannot declare. ErrorBus and
+    // ErrorBusTesting have no platform code; this sets their minimum elsewhere (Synchronization).
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
