@@ -128,7 +128,9 @@ struct LimitsTests {
     @Test func aClientThatSendsNothingIsDisconnected() async throws {
         let logs = InMemoryLogHandler()
         let logger = Logger(label: "varlink-tests") { _ in logs }
-        try await withTestServer(router: service.router(), logger: logger, configure: { $0.firstMessageTimeout = .milliseconds(200) }) { path in
+        try await withTestServer(router: service.router(), logger: logger, configure: { $0.firstMessageTimeout = .seconds(1) }) { path in
+            // One second: short for the test, long enough for a client on a loaded machine to
+            // send its first call once connected.
             try await RawConnection.with(path) { _, messages throws in
                 // Nothing is sent: the server closes the connection, without a reply (the suite's
                 // time limit ends the test if it never does).

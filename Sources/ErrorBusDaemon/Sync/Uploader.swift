@@ -11,10 +11,16 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
+/// What uploads one job's file: ``Uploader`` in errorbusd, a fake in the dispatcher's tests.
+protocol Uploading: Sendable {
+    /// Uploads the file; every failure is thrown, categorised, for the bus.
+    func upload(_ job: Upload) async throws
+}
+
 /// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
 /// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
 /// thrown, categorised, for the bus.
-final class Uploader: Sendable {
+final class Uploader: Uploading {
     let http: HTTPClient
     let auth: AuthService
     let itemsURL: String

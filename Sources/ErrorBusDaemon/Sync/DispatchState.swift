@@ -1,0 +1,96 @@
+import DequeModule
+import ErrorBus
+import ErrorBusStore
+
+/// The dispatcher's state in one value: the jobs claimed from the store and not started yet, the
+/// first runs under way, the claim under way, the pause while the bus's parking is full, and the
+/// outcomes the store could not record yet. Its transitions are pure; ``SyncService`` does what
+/// they call for.
+struct DispatchState {
+    /// Where the claim of queued jobs stands.
+    enum Claim: Equatable {
+        case idle
+        case claiming
+        /// The dispatcher was woken during the claim under way (new jobs may have been queued
+        /// after it read the queue): claim again once it ends.
+        case claimingAgain
+    }
+
+    /// At most this many first runs at once (`sync.concurrency`).
+    var concurrency: Int
+    /// Jobs claimed from the store, next to start.
+    private(set) var pending = Deque<OutboxJob>()
+    /// First runs under way in the service's own tasks (the bus runs released jobs).
+    private(set) var running = 0
+    private(set) var claim = Claim.idle
+    /// While the bus's parking is full, no job starts before this instant.
+    private(set) var pausedUntil: TimelineInstant?
+    /// Jobs handed to the bus that the store has no outcome for yet: uploading, held by the bus,
+    /// or waiting in ``unrecorded``. For the stop's log line; the store's claim is what keeps a
+    /// job from being started twice.
+    private(set) var held = 0
+    /// What became of jobs whose outcome the store could not record (disk full, read-only),
+    /// oldest first: recorded again at the next wake-up. Until then the job stays in flight in
+    /// the store and its file in the outbox.
+    var unrecorded: [(job: Upload, outcome: JobOutcome)] = []
+
+    init(concurrency: Int) {
+        self.concurrency = concurrency
+    }
+
+    /// The next claimed job to start, if a slot is free and nothing holds new work back; it
+    /// counts as running and held from here on.
+    mutating func start(at now: TimelineInstant) -> OutboxJob? {
+        guard running < concurrency else { return nil }
+        if let until = pausedUntil {
+            guard now >= until else { return nil }
+            pausedUntil = nil
+        }
+        guard let job = pending.popFirst() else { return nil }
+        running += 1
+        held += 1
+        return job
+    }
+
+    /// Whether to claim more queued jobs now: before the claimed ones run out, so that the next
+    /// ones are at hand when a slot frees. One claim at a time; a wake-up during a claim asks for
+    /// another once it ends.
+    mutating func startsClaim() -> Bool {
+        guard pending.count < 2 * concurrency, pausedUntil == nil else { return false }
+        switch claim {
+        case .idle:
+            claim = .claiming
+            return true
+        case .claiming, .claimingAgain:
+            claim = .claimingAgain
+            return false
+        }
+    }
+
+    /// How many queued jobs one claim takes.
+    var claimLimit: Int { 4 * concurrency }
+
+    /// A claim ended with `jobs` (none when it failed). Returns whether to wake the dispatcher:
+    /// there is something to start, or another claim was asked for meanwhile.
+    mutating func claimed(_ jobs: [OutboxJob]) -> Bool {
+        pending.append(contentsOf: jobs)
+        let again = claim == .claimingAgain
+        claim = .idle
+        return !jobs.isEmpty || again
+    }
+
+    /// A first run ended: its slot is free.
+    mutating func firstRunEnded() {
+        running -= 1
+    }
+
+    /// The store recorded a held job's outcome.
+    mutating func recorded() {
+        held -= 1
+    }
+
+    /// The bus's parking is full: new jobs wait `pause`.
+    mutating func parkingFull(at now: TimelineInstant, pause: Duration) {
+        pausedUntil = now.advanced(by: pause)
+    }
+}

@@ -1,0 +1,40 @@
+import Synchronization
+
+/// The outbox entries already taken care of, by name, with the size and modification time they
+/// had then, so that rescans do not hash them again. The ingest records them; a file's removal
+/// after its delivery forgets it, so that a new file of that name is looked at afresh.
+final class SeenFiles: Sendable {
+    private let stamps = Mutex<[String: FileStamp]>([:])
+
+    /// The stamps known for `names`.
+    func stamps(of names: some Sequence<String>) -> [String: FileStamp] {
+        stamps.withLock { stamps in
+            var known: [String: FileStamp] = [:]
+            for name in names { known[name] = stamps[name] }
+            return known
+        }
+    }
+
+    func record(_ name: String, _ stamp: FileStamp?) {
+        stamps.withLock { $0[name] = stamp }
+    }
+
+    func forget(_ name: String) {
+        _ = stamps.withLock { $0.removeValue(forKey: name) }
+    }
+}
+
+/// Files with the same content as a pending job, by the job's id: removed (or moved) with the
+/// job's own file once it is delivered.
+final class DuplicateFiles: Sendable {
+    private let paths = Mutex<[String: [String]]>([:])
+
+    func add(_ path: String, to job: String) {
+        paths.withLock { $0[job, default: []].append(path) }
+    }
+
+    /// The copies of `job`'s content, forgotten here.
+    func take(for job: String) -> [String] {
+        paths.withLock { $0.removeValue(forKey: job) } ?? []
+    }
+}

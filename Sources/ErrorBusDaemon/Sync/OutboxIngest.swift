@@ -1,0 +1,254 @@
+import ErrorBus
+import ErrorBusStore
+import ErrorBusSupport
+import Foundation
+import Logging
+
+/// Takes files in: watches and rescans the outbox, waits for files written in place to settle,
+/// and turns each complete file into a durable job, `queued` in the store, before anything else
+/// happens to it. Files it cannot read are remembered, told once, and taken as soon as their
+/// permissions change.
+///
+/// What it shares with the dispatcher (``SyncService``) is behind locks, never an actor hop per
+/// file: the files already taken care of (``SeenFiles``) and the copies of pending content to
+/// remove with their job (``DuplicateFiles``).
+actor OutboxIngest {
+    /// What the ingest needs to know, from the sync settings.
+    struct Settings: Sendable, Equatable {
+        var outbox: String
+        var maxFileSize: Int64
+        var rescanInterval: Duration
+        var settleTime: Duration
+        var host: String
+    }
+
+    private var settings: Settings
+    private let store: JobStore
+    private let bus: ErrorBus
+    private let clock: Timeline
+    private let logger: Logger
+    private let seen: SeenFiles
+    private let duplicates: DuplicateFiles
+    private let deliveredFiles: @Sendable (_ path: String, _ fileName: String) -> Void
+    private let queued: @Sendable () -> Void
+    /// Outbox files errorbusd cannot read, by name: reported in the status and metrics until they
+    /// are readable (a change of their permissions is seen at once) or gone.
+    private var unreadable: [String: UnreadableFile] = [:]
+
+    /// - Parameters:
+    ///   - deliveredFiles: Removes (or moves) a file whose content the API already has.
+    ///   - queued: Called when new jobs were queued, or a rescan may have work for the dispatcher.
+    init(
+        settings: Settings,
+        store: JobStore,
+        bus: ErrorBus,
+        clock: Timeline,
+        seen: SeenFiles,
+        duplicates: DuplicateFiles,
+        logger: Logger,
+        deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String) -> Void,
+        queued: @escaping @Sendable () -> Void
+    ) {
+        self.settings = settings
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.seen = seen
+        self.duplicates = duplicates
+        self.logger = logger
+        self.deliveredFiles = deliveredFiles
+        self.queued = queued
+    }
+
+    /// Watches and rescans the outbox until graceful shutdown.
+    func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await untilGracefulShutdown { try await self.watch() } }
+            group.addTask { try await untilGracefulShutdown { try await self.rescanPeriodically() } }
+        }
+    }
+
+    /// Applies new settings; the outbox stays the one watched since the start.
+    func update(_ settings: Settings) {
+        var settings = settings
+        settings.outbox = self.settings.outbox
+        self.settings = settings
+    }
+
+    /// The outbox files errorbusd cannot read, oldest first.
+    var unreadableFiles: [UnreadableFile] {
+        unreadable.values.sorted { ($0.since, $0.name) < ($1.since, $1.name) }
+    }
+
+    // MARK: - Finding files
+
+    private func watch() async throws {
+        let watcher = OutboxWatcher(directory: settings.outbox, logger: logger)
+        try await watcher.run { signal in
+            switch signal {
+            case .arrived(let names, let changed):
+                if !names.isEmpty { await self.ingest(names, announced: true) }
+                // Permissions or owner changed: a file that could not be read may be readable
+                // now. Not announced: a writer may still be writing it.
+                if !changed.isEmpty { await self.ingestChanged(changed) }
+            case .overflow: await self.rescan()
+            }
+        }
+    }
+
+    private func rescanPeriodically() async throws {
+        while !Task.isCancelled {
+            var unsettled = await rescan()
+            let next = clock.now().advanced(by: settings.rescanInterval)
+            // Files too recently changed to take (left by the previous run, or written in place)
+            // are looked at again, alone, once they may have settled: not a whole interval later.
+            while !unsettled.isEmpty, clock.now().advanced(by: settings.settleTime) < next {
+                try await clock.sleep(for: settings.settleTime)
+                unsettled = await ingest(unsettled, announced: false)
+            }
+            try await clock.sleep(next)
+        }
+    }
+
+    /// Files whose permissions or owner changed: those errorbusd could not read are looked at
+    /// again now, as they were first seen (a file announced complete is taken at once).
+    private func ingestChanged(_ names: [String]) async {
+        let retried = names.compactMap { unreadable[$0] }
+        for announced in [true, false] {
+            let batch = retried.filter { $0.announced == announced }.map(\.name)
+            if !batch.isEmpty { await ingest(batch, announced: announced) }
+        }
+    }
+
+    /// Looks at every entry of the outbox: the safety net for events inotify did not deliver.
+    /// Returns the files left for having changed within the settle time.
+    @discardableResult
+    func rescan() async -> [String] {
+        // Outcomes the store could not record before are retried by the dispatcher it wakes.
+        queued()
+        let inspector = self.inspector
+        do {
+            let listing = try inspector.listing()
+            // Unreadable files that were removed are no longer a problem.
+            let present = Set(listing)
+            for name in unreadable.keys where !present.contains(name) { forgetUnreadable(name, because: "is gone") }
+            return await ingest(listing, announced: false)
+        } catch {
+            logger.error("cannot list the outbox \(settings.outbox): \(error)")
+            return []
+        }
+    }
+
+    private var inspector: OutboxInspector {
+        OutboxInspector(directory: settings.outbox, maxFileSize: settings.maxFileSize, settleTime: settings.settleTime)
+    }
+
+    /// Turns outbox entries into durable jobs, a slice at a time: each slice is inspected (and
+    /// hashed) in one job on the I/O thread pool, then queued in one transaction. Returns the
+    /// entries left for having changed within the settle time.
+    @discardableResult
+    func ingest(_ names: [String], announced: Bool) async -> [String] {
+        let inspector = self.inspector
+        var unsettled: [String] = []
+        for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
+            let slice = names[start..<min(start + Self.ingestSlice, names.count)]
+            let known = seen.stamps(of: slice)
+            let inspections: [OutboxInspector.Inspection]
+            do {
+                inspections = try await inspector.inspect(Array(slice), known: known, announced: announced)
+            } catch {
+                // Only when the thread pool has stopped: the daemon is shutting down.
+                logger.error("cannot inspect the outbox: \(error)")
+                return unsettled
+            }
+            unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
+            await enqueue(inspections, directory: inspector.directory, announced: announced)
+        }
+        return unsettled
+    }
+
+    /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
+    static let ingestSlice = 512
+
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool) async {
+        var ready: [NewJob] = []
+        for inspection in inspections {
+            let name = inspection.name
+            switch inspection.verdict {
+            case .ready(let size, let key):
+                ready.append(NewJob(id: key, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
+                seen.record(name, inspection.stamp)
+                forgetUnreadable(name, because: "can be read now and is queued")
+            case .tooLarge(let size):
+                seen.record(name, inspection.stamp)
+                forgetUnreadable(name, because: "can be read now")
+                await reportTooLarge(name, size: size)
+            case .unreadable(let error):
+                rememberUnreadable(name, error, announced: announced)
+            case .hidden, .notRegularFile, .vanished:
+                forgetUnreadable(name, because: "is no longer a file to upload")
+            case .unchanged, .unsettled:
+                continue
+            }
+        }
+        guard !ready.isEmpty else { return }
+        do {
+            let result = try await store.enqueue(ready)
+            for duplicate in result.duplicates {
+                if duplicate.existing.state == .delivered {
+                    // The API already has this content: the file is a copy of a delivered one,
+                    // or the delivered file itself, left by a stop between recording the
+                    // delivery and removing the file (kill -9, a crash).
+                    deliveredFiles(duplicate.new.path, duplicate.new.fileName)
+                } else if duplicate.new.path != duplicate.existing.path && !duplicate.existing.state.isFinal {
+                    // Delivered together with the job that has this content.
+                    duplicates.add(duplicate.new.path, to: duplicate.existing.id)
+                }
+            }
+            if !result.inserted.isEmpty {
+                logger.debug("queued \(result.inserted.count) outbox files")
+                queued()
+            }
+        } catch {
+            for job in ready { seen.forget(job.fileName) }
+            await StoreFailure.report(error, doing: "queue \(ready.count) outbox files", bus: bus, logger: logger)
+        }
+    }
+
+    /// Notes a file errorbusd cannot read; tells the journal once per file, not at every look.
+    private func rememberUnreadable(_ name: String, _ error: SystemCallError, announced: Bool) {
+        let reason = "\(error)"
+        if let known = unreadable[name], known.reason == reason {
+            if announced && !known.announced { unreadable[name]?.announced = true }
+            return
+        }
+        logger.error("cannot read \(name) in the outbox: \(reason). It is not uploaded until errorbusd can read it (mode 0640 or more, group errorbus, or owned by errorbusd); a change of its permissions is seen at once")
+        unreadable[name] = UnreadableFile(
+            name: name,
+            reason: reason,
+            since: unreadable[name]?.since ?? Date(),
+            announced: announced || unreadable[name]?.announced == true
+        )
+    }
+
+    private func forgetUnreadable(_ name: String, because what: String) {
+        guard unreadable.removeValue(forKey: name) != nil else { return }
+        logger.notice("\(name) in the outbox \(what)")
+    }
+
+    private func reportTooLarge(_ name: String, size: Int64) async {
+        logger.warning("\(name) in the outbox is \(size) bytes, over sync.max-file-size (\(settings.maxFileSize)); it is left in place and not uploaded")
+        let failure = Failure(
+            category: .invalid(reason: "over the size limit"),
+            scope: settings.host,
+            cause: "fileTooLarge",
+            service: SyncService.service,
+            text: OperatorText(
+                title: "Outbox file too large",
+                message: "\(name) is \(size) bytes, more than sync.max-file-size allows (\(settings.maxFileSize)).",
+                next: "It stays in the outbox and is not uploaded; split it or raise the limit and reload."
+            )
+        )
+        await bus.report(failure)
+    }
+}
