@@ -34,7 +34,7 @@ actor AuthService: Authenticator, Service {
     /// The current access token.
     struct Token: Sendable {
         let value: String
-        let expiresAt: ContinuousClock.Instant
+        let expiresAt: TimelineInstant
     }
 
     /// The outcome of one attempt to get a token.
@@ -50,7 +50,7 @@ actor AuthService: Authenticator, Service {
     private let http: HTTPClient
     private let bus: ErrorBus
     private let logger: Logger
-    private let clock = ContinuousClock()
+    private let clock: Timeline
     private var token: Token?
     /// Whether the refusal of the current credentials has been logged.
     private var rejectionLogged = false
@@ -59,7 +59,9 @@ actor AuthService: Authenticator, Service {
     /// One element per token obtained, however it was asked for.
     private let (renewals, renewed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
-    init(settings: Settings, http: HTTPClient, bus: ErrorBus, logger: Logger) {
+    /// - Parameter clock: What the token's lifetime and its refresh are timed by.
+    init(settings: Settings, http: HTTPClient, bus: ErrorBus, clock: some Clock<Duration> = ContinuousClock(), logger: Logger) {
+        self.clock = Timeline(clock)
         self.settings = settings
         self.http = http
         self.bus = bus
@@ -79,8 +81,8 @@ actor AuthService: Authenticator, Service {
         while !Task.isCancelled {
             if let token {
                 let refreshAt = token.expiresAt.advanced(by: .zero - settings.refreshMargin)
-                if clock.now < refreshAt {
-                    try await clock.sleep(until: refreshAt)
+                if clock.now() < refreshAt {
+                    try await clock.sleep(refreshAt)
                     continue
                 }
             }
@@ -101,7 +103,7 @@ actor AuthService: Authenticator, Service {
     ///   ``TokenUnavailable`` (an `unauthenticated` failure of the realm) when it refused the
     ///   credentials.
     func accessToken() async throws -> String {
-        if let token, clock.now < token.expiresAt {
+        if let token, clock.now() < token.expiresAt {
             return token.value
         }
         switch await refresh() {
@@ -153,7 +155,7 @@ actor AuthService: Authenticator, Service {
             self.token = token
             rejectionLogged = false
             renewed.yield()
-            logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now.duration(to: token.expiresAt))"])
+            logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now().duration(to: token.expiresAt))"])
         case .rejected(let text):
             // Once until a token is issued: the realm's incident tells the rest of the story.
             if !rejectionLogged {
@@ -186,7 +188,7 @@ actor AuthService: Authenticator, Service {
     }
 
     /// `POST` to the token endpoint with HTTP Basic client authentication (RFC 6749 §2.3.1).
-    private static func requestToken(_ settings: Settings, http: HTTPClient, clock: ContinuousClock) async throws -> Token {
+    private static func requestToken(_ settings: Settings, http: HTTPClient, clock: Timeline) async throws -> Token {
         var request = HTTPClientRequest(url: settings.tokenURL)
         request.method = .POST
         let credentials = Data("\(formEncoded(settings.clientID)):\(formEncoded(settings.clientSecret))".utf8).base64EncodedString()
@@ -194,7 +196,7 @@ actor AuthService: Authenticator, Service {
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
         request.body = .bytes(ByteBuffer(string: "grant_type=client_credentials"))
-        let sent = clock.now
+        let sent = clock.now()
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
         let response: HTTPClientResponse
         do {

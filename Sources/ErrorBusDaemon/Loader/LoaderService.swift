@@ -53,13 +53,23 @@ actor LoaderService: Service {
     private let auth: AuthService
     private let http: HTTPClient
     private let logger: Logger
-    private let clock = ContinuousClock()
+    private let clock: Timeline
     private(set) var states: [String: ResourceState] = [:]
     /// Resources with a loop running.
     private var looping: Set<String> = []
     private let (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
-    init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
+    /// - Parameter clock: What the refresh intervals are timed by.
+    init(
+        settings: Settings,
+        store: JobStore,
+        bus: ErrorBus,
+        auth: AuthService,
+        http: HTTPClient,
+        clock: some Clock<Duration> = ContinuousClock(),
+        logger: Logger
+    ) {
+        self.clock = Timeline(clock)
         self.settings = settings
         self.store = store
         self.bus = bus

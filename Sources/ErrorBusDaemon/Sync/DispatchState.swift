@@ -25,6 +25,8 @@ struct DispatchState {
     private(set) var claim = Claim.idle
     /// While the bus's parking is full, no job starts before this instant.
     private(set) var pausedUntil: TimelineInstant?
+    /// Whether a wake-up at ``pausedUntil`` has been asked for.
+    private var resumeScheduled = false
     /// Jobs handed to the bus that the store has no outcome for yet: uploading, held by the bus,
     /// or waiting in ``unrecorded``. For the stop's log line; the store's claim is what keeps a
     /// job from being started twice.
@@ -92,5 +94,14 @@ struct DispatchState {
     /// The bus's parking is full: new jobs wait `pause`.
     mutating func parkingFull(at now: TimelineInstant, pause: Duration) {
         pausedUntil = now.advanced(by: pause)
+        resumeScheduled = false
+    }
+
+    /// When to wake the dispatcher to end a pause, once per pause: nothing else may wake it
+    /// before the next rescan.
+    mutating func resumeToSchedule() -> TimelineInstant? {
+        guard let pausedUntil, !resumeScheduled else { return nil }
+        resumeScheduled = true
+        return pausedUntil
     }
 }

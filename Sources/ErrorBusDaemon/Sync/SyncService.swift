@@ -158,6 +158,13 @@ actor SyncService: Service {
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
                     uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
                 }
+                if let resume = state.resumeToSchedule() {
+                    let (clock, wake) = (clock, wake)
+                    uploads.addTask {
+                        guard (try? await clock.sleep(resume)) != nil else { return }
+                        wake.yield()
+                    }
+                }
                 if state.startsClaim() {
                     uploads.addTask { await self.claim() }
                 }

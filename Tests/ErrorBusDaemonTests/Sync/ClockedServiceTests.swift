@@ -1,0 +1,109 @@
+import AsyncHTTPClient
+import ErrorBus
+import ErrorBusTesting
+import Foundation
+import Logging
+import NIOCore
+import Testing
+
+@testable import ErrorBusDaemon
+
+/// The auth and loader services on a manual clock, against the sandbox over loopback: their
+/// refreshes happen when the clock says, not after a wait.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ClockedServiceTests {
+    static let logger = Logger(label: "clocked-tests") { _ in SwiftLogNoOpLogHandler() }
+
+    static func auth(_ sandbox: LiveSandbox, bus: ErrorBus, clock: ManualClock, margin: Duration) -> AuthService {
+        AuthService(
+            settings: .init(
+                tokenURL: sandbox.baseURL + "/oauth/token",
+                host: "127.0.0.1",
+                realm: "api",
+                clientID: "errorbus",
+                clientSecret: "sandbox-secret",
+                secretFix: "",
+                refreshMargin: margin,
+                requestTimeout: .seconds(10)
+            ),
+            http: sandbox.client,
+            bus: bus,
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    /// Requests the sandbox counted on `route` (`token`, `resources`…).
+    static func requests(_ sandbox: LiveSandbox, _ route: String) async throws -> Int {
+        let response = try await sandbox.client.execute(HTTPClientRequest(url: sandbox.baseURL + "/admin/stats?brief"), timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let stats = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        let byRoute = (stats?["requests"] as? [String: Any])?["byRoute"] as? [String: [String: Int]]
+        return byRoute?[route]?.values.reduce(0, +) ?? 0
+    }
+
+    @Test func theTokenIsRenewedItsMarginBeforeItExpiresByTheClock() async throws {
+        try await LiveSandbox.with { sandbox in
+            let bus = ErrorBus(clock: ManualClock(), logger: Self.logger)
+            let clock = ManualClock()
+            // The sandbox's tokens live an hour; renewed a minute before.
+            let auth = Self.auth(sandbox, bus: bus, clock: clock, margin: .seconds(60))
+            try await withThrowingTaskGroup(of: Void.self) { group throws in
+                group.addTask { try await auth.run() }
+                defer { group.cancelAll() }
+                // The first token is in once the refresh loop sleeps until its renewal.
+                await clock.sleepers(atLeast: 1)
+                let first = try await auth.accessToken()
+                #expect(try await Self.requests(sandbox, "token") == 1)
+                clock.advance(by: .seconds(3600 - 61))
+                #expect(try await auth.accessToken() == first)
+                clock.advance(by: .seconds(1))
+                await clock.sleepers(atLeast: 1)
+                #expect(try await Self.requests(sandbox, "token") == 2)
+                #expect(try await auth.accessToken() != first)
+            }
+        }
+    }
+
+    @Test func aResourceIsCheckedAgainAfterItsIntervalByTheClock() async throws {
+        try await LiveSandbox.with { sandbox in
+            try await StoreTestDirectory.withStore { store, state in
+                let bus = ErrorBus(clock: ManualClock(), logger: Self.logger)
+                let clock = ManualClock()
+                let auth = Self.auth(sandbox, bus: bus, clock: ManualClock(), margin: .seconds(60))
+                let directory = (state as NSString).deletingLastPathComponent + "/resources"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                let loader = LoaderService(
+                    settings: .init(
+                        directory: directory,
+                        resources: [.init(name: "motd", interval: .seconds(300))],
+                        resourcesURL: sandbox.baseURL + "/v1/resources",
+                        host: "127.0.0.1",
+                        realm: "api",
+                        requestTimeout: .seconds(10)
+                    ),
+                    store: store,
+                    bus: bus,
+                    auth: auth,
+                    http: sandbox.client,
+                    clock: clock,
+                    logger: Self.logger
+                )
+                try await withThrowingTaskGroup(of: Void.self) { group throws in
+                    group.addTask { await bus.run() }
+                    group.addTask { try await loader.run() }
+                    defer { group.cancelAll() }
+                    // Fetched once at start; the loop then sleeps out the interval.
+                    await clock.sleepers(atLeast: 1)
+                    #expect(try await Self.requests(sandbox, "resources") == 1)
+                    #expect(FileManager.default.fileExists(atPath: directory + "/motd"))
+                    clock.advance(by: .seconds(300))
+                    await clock.sleepers(atLeast: 1)
+                    // Checked again, conditionally: the sandbox answered 304.
+                    #expect(try await Self.requests(sandbox, "resources") == 2)
+                    #expect(await loader.states["motd"]?.etag != nil)
+                }
+            }
+        }
+    }
+}
