@@ -3,11 +3,11 @@ package struct EnqueueResult: Sendable, Equatable {
     /// A new job whose id the store already knew.
     package struct Duplicate: Sendable, Equatable {
         /// The job the caller tried to enqueue (its path may differ from the known job's).
-        package var new: NewJob
+        package var new: OutboxFile
         /// The job the store already holds under that id, as it stands.
         package var existing: OutboxJob
 
-        package init(new: NewJob, existing: OutboxJob) {
+        package init(new: OutboxFile, existing: OutboxJob) {
             self.new = new
             self.existing = existing
         }
@@ -25,7 +25,7 @@ package struct EnqueueResult: Sendable, Equatable {
     }
 
     /// The new jobs whose content the API already has: their files are duplicates to remove.
-    package var alreadyDelivered: [NewJob] {
+    package var alreadyDelivered: [OutboxFile] {
         duplicates.filter { $0.existing.state == .delivered }.map(\.new)
     }
 }

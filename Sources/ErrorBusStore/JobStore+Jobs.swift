@@ -11,7 +11,7 @@ extension JobStore {
     /// listed in ``EnqueueResult/duplicates`` with the known job, so the caller can tell a rescan
     /// of a file it already has (same path), a second copy of pending content (another path), and
     /// content already delivered (``EnqueueResult/alreadyDelivered``: remove the duplicate file).
-    package func enqueue(_ new: [NewJob]) async throws(StoreError) -> EnqueueResult {
+    package func enqueue(_ new: [OutboxFile]) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = Date.storeNow()
         let milliseconds = now.storeMilliseconds

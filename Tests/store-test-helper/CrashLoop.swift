@@ -42,7 +42,7 @@ struct CrashLoop {
     /// One batch of jobs through their whole life.
     private static func cycle(_ store: JobStore, prefix: String) async throws {
         let new = (0..<Int.random(in: 1...32)).map { index in
-            NewJob(
+            OutboxFile(
                 id: "\(prefix)-\(index)",
                 service: "sync",
                 fileName: "\(prefix)-\(index).json",

@@ -38,7 +38,7 @@ struct StoreBenchmark {
         var batchTimes: [Duration] = []
         for start in stride(from: 0, to: Self.jobs, by: 1_000) {
             let batch = ids[start..<start + 1_000].map { id in
-                NewJob(
+                OutboxFile(
                     id: id,
                     service: "sync",
                     fileName: "item-\(id.suffix(12)).json",

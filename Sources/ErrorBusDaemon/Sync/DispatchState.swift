@@ -34,7 +34,10 @@ struct DispatchState {
     /// What became of jobs whose outcome the store could not record (disk full, read-only),
     /// oldest first: recorded again at the next wake-up. Until then the job stays in flight in
     /// the store and its file in the outbox.
-    var unrecorded: [(job: Upload, outcome: JobOutcome)] = []
+    var unrecorded: [(job: OutboxFile, outcome: JobOutcome)] = []
+    /// Jobs whose first run ended with the bus holding them, and whose final outcome has not
+    /// come back: parked, waiting for the retry budget, or being run again by the bus.
+    private(set) var withTheBus = 0
 
     init(concurrency: Int) {
         self.concurrency = concurrency
@@ -84,6 +87,16 @@ struct DispatchState {
     /// A first run ended: its slot is free.
     mutating func firstRunEnded() {
         running -= 1
+    }
+
+    /// A first run ended with the bus holding the job.
+    mutating func handedToBus() {
+        withTheBus += 1
+    }
+
+    /// The bus gave a job it held its final outcome.
+    mutating func backFromBus() {
+        withTheBus -= 1
     }
 
     /// The store recorded a held job's outcome.

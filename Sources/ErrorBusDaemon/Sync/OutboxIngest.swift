@@ -171,12 +171,12 @@ actor OutboxIngest {
     static let ingestSlice = 512
 
     private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool) async {
-        var ready: [NewJob] = []
+        var ready: [OutboxFile] = []
         for inspection in inspections {
             let name = inspection.name
             switch inspection.verdict {
             case .ready(let size, let key):
-                ready.append(NewJob(id: key, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
+                ready.append(OutboxFile(id: key, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
                 seen.record(name, inspection.stamp)
                 forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):

@@ -57,8 +57,9 @@ actor SyncService: Service {
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
     private var state: DispatchState
-    /// The jobs the bus still held (parked, or waiting for the retry budget) when this service
-    /// stopped: the daemon tells them apart from uploads its drain timeout cut off.
+    /// The jobs the bus still had when this service stopped (parked, waiting for the retry
+    /// budget, or being run again by it): the daemon tells them apart from first uploads its
+    /// drain timeout cut off.
     private(set) var heldByBusAtStop = 0
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -119,7 +120,7 @@ actor SyncService: Service {
             group.addTask { try await self.ingest.run() }
             group.addTask { await self.dispatch() }
         }
-        heldByBusAtStop = await bus.heldJobs(service: Self.service).count
+        heldByBusAtStop = state.withTheBus
         try await store.flush()
         logger.info("sync stopped", metadata: ["held": "\(state.held)"])
     }
@@ -154,7 +155,7 @@ actor SyncService: Service {
             for await _ in wakeups.cancelOnGracefulShutdown() {
                 await recordUnrecorded()
                 while let job = state.start(at: clock.now()) {
-                    let (upload, uploader) = (Upload(job), uploader)
+                    let (upload, uploader) = (OutboxFile(job), uploader)
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
                     uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
                 }
@@ -186,8 +187,8 @@ actor SyncService: Service {
     }
 
     /// Hands a job to the bus. What the two closures capture stays in memory for as long as the
-    /// bus holds the job parked: an `Upload` and two references, not the whole stored job.
-    private nonisolated func submit(_ job: Upload, as busJob: Job, with uploader: any Uploading) async {
+    /// bus holds the job parked: an `OutboxFile` and two references, not the whole stored job.
+    private nonisolated func submit(_ job: OutboxFile, as busJob: Job, with uploader: any Uploading) async {
         let submission = await bus.submit(busJob) {
             try await uploader.upload(job)
         } completion: { outcome in
@@ -197,7 +198,7 @@ actor SyncService: Service {
     }
 
     /// Records what the first run of a job came to.
-    private func submitted(_ job: Upload, _ submission: Submission) async {
+    private func submitted(_ job: OutboxFile, _ submission: Submission) async {
         state.firstRunEnded()
         // The slot is free: the next upload starts while this one's outcome is recorded (a
         // delivery waits a few milliseconds for others to share its commit).
@@ -206,6 +207,7 @@ actor SyncService: Service {
         case .completed:
             await finish(job, .succeeded)
         case .parked(let incident):
+            state.handedToBus()
             // The bus holds it now, and is the one to ask where (it may park it again under
             // another incident): the store keeps it in flight until its outcome.
             logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
@@ -217,18 +219,19 @@ actor SyncService: Service {
     // MARK: - Recording
 
     /// Records the final outcome of a job the bus held.
-    private func finished(_ job: Upload, _ outcome: JobOutcome) async {
+    private func finished(_ job: OutboxFile, _ outcome: JobOutcome) async {
+        state.backFromBus()
         await finish(job, outcome)
         wake.yield()
     }
 
     /// Records what became of a job; an outcome the store cannot take now waits in `unrecorded`.
-    private func finish(_ job: Upload, _ outcome: JobOutcome) async {
+    private func finish(_ job: OutboxFile, _ outcome: JobOutcome) async {
         if await !record(job, outcome) { state.unrecorded.append((job, outcome)) }
     }
 
     /// Records an outcome; false when the store could not take it (and that is reported).
-    private func record(_ job: Upload, _ outcome: JobOutcome) async -> Bool {
+    private func record(_ job: OutboxFile, _ outcome: JobOutcome) async -> Bool {
         let recorded =
             switch outcome {
             case .succeeded: await delivered(job)
@@ -252,7 +255,7 @@ actor SyncService: Service {
         wake.yield()
     }
 
-    private func delivered(_ job: Upload) async -> Bool {
+    private func delivered(_ job: OutboxFile) async -> Bool {
         do {
             _ = try await store.markDelivered(job.id)
             deliveries.increment()
@@ -269,7 +272,7 @@ actor SyncService: Service {
         return true
     }
 
-    private func ended(_ job: Upload, _ stopped: JobStopped) async -> Bool {
+    private func ended(_ job: OutboxFile, _ stopped: JobStopped) async -> Bool {
         do {
             switch stopped.reason {
             case .deadLettered:

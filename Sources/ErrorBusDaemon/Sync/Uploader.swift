@@ -14,7 +14,7 @@ import NIOPosix
 /// What uploads one job's file: ``Uploader`` in errorbusd, a fake in the dispatcher's tests.
 protocol Uploading: Sendable {
     /// Uploads the file; every failure is thrown, categorised, for the bus.
-    func upload(_ job: Upload) async throws
+    func upload(_ job: OutboxFile) async throws
 }
 
 /// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
@@ -36,7 +36,7 @@ final class Uploader: Uploading {
     /// Files are read and sent in chunks of this size, never whole.
     static let chunkLength: Int64 = 64 * 1024
 
-    func upload(_ job: Upload) async throws {
+    func upload(_ job: OutboxFile) async throws {
         let token = try await auth.accessToken()
         do {
             try await put(job, token: token)
@@ -49,7 +49,7 @@ final class Uploader: Uploading {
         }
     }
 
-    private func put(_ job: Upload, token: String) async throws {
+    private func put(_ job: OutboxFile, token: String) async throws {
         let url = "\(itemsURL)/\(job.id)"
         var request = HTTPClientRequest(url: url)
         request.method = .PUT
@@ -105,26 +105,11 @@ final class Uploader: Uploading {
 
     /// The whole content of a job's file of at most one chunk, checked against the size it had
     /// when it was queued.
-    private static func contents(of job: Upload) async throws -> ByteBuffer {
+    private static func contents(of job: OutboxFile) async throws -> ByteBuffer {
         // One byte more than expected tells a file that grew.
         let read = try await OutboxFileReader.contents(of: job.path, capacity: Int(job.size) + 1)
         guard read.readableBytes == job.size else { throw OutboxFileFailure.changed(job, size: Int64(read.readableBytes)) }
         return read
-    }
-}
-
-/// What an upload needs to know of its job.
-struct Upload: Sendable, Equatable {
-    let id: String
-    let fileName: String
-    let path: String
-    let size: Int64
-
-    init(_ job: OutboxJob) {
-        id = job.id
-        fileName = job.fileName
-        path = job.path
-        size = job.size
     }
 }
 
@@ -135,7 +120,7 @@ struct OutboxFileFailure: CategorizedError {
     let message: String
     let scope: String?
 
-    init(_ error: FileSystemError, job: Upload) {
+    init(_ error: FileSystemError, job: OutboxFile) {
         switch error.code {
         case .notFound: self = .gone(job)
         case .permissionDenied: self = .permissionDenied(job)
@@ -143,7 +128,7 @@ struct OutboxFileFailure: CategorizedError {
         }
     }
 
-    init(_ error: SystemCallError, job: Upload) {
+    init(_ error: SystemCallError, job: OutboxFile) {
         switch error.errnoCode {
         case ENOENT: self = .gone(job)
         case EACCES, EPERM: self = .permissionDenied(job)
@@ -151,7 +136,7 @@ struct OutboxFileFailure: CategorizedError {
         }
     }
 
-    static func gone(_ job: Upload) -> OutboxFileFailure {
+    static func gone(_ job: OutboxFile) -> OutboxFileFailure {
         OutboxFileFailure(
             category: .invalid(reason: "the file is gone"),
             cause: "fileGone",
@@ -160,15 +145,15 @@ struct OutboxFileFailure: CategorizedError {
         )
     }
 
-    static func permissionDenied(_ job: Upload) -> OutboxFileFailure {
+    static func permissionDenied(_ job: OutboxFile) -> OutboxFileFailure {
         OutboxFileFailure(category: .fatal, cause: "permissionDenied", message: "errorbusd may not read \(job.path): permission denied.", scope: "sync")
     }
 
-    static func unreadable(_ job: Upload, _ reason: String) -> OutboxFileFailure {
+    static func unreadable(_ job: OutboxFile, _ reason: String) -> OutboxFileFailure {
         OutboxFileFailure(category: .fatal, cause: "outboxUnreadable", message: "Could not read \(job.path): \(reason)", scope: "sync")
     }
 
-    static func changed(_ job: Upload, size: Int64) -> OutboxFileFailure {
+    static func changed(_ job: OutboxFile, size: Int64) -> OutboxFileFailure {
         OutboxFileFailure(
             category: .invalid(reason: "the file changed after it was queued"),
             cause: "fileChanged",

@@ -47,7 +47,7 @@ import Testing
             }
 
             _ = try await store.enqueue(StoreTestDirectory.newJobs(8))
-            _ = try await store.enqueue(StoreTestDirectory.newJobs(2) + [NewJob(id: "l", service: "loader", fileName: "l", path: "/l", size: 1)])
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(2) + [OutboxFile(id: "l", service: "loader", fileName: "l", path: "/l", size: 1)])
             try check("enqueue, with duplicates ignored")
             try store.markInFlight(["job-0", "job-1", "job-2", "job-3", "job-4"])
             try check("markInFlight")

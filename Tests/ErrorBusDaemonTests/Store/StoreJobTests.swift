@@ -36,7 +36,7 @@ import Testing
                 copy.path = "/var/spool/errorbusd/outbox/copy-" + job.fileName
                 return copy
             }
-            let fresh = NewJob(id: "fresh", service: "sync", fileName: "fresh.json", path: "/o/fresh.json", size: 1)
+            let fresh = OutboxFile(id: "fresh", service: "sync", fileName: "fresh.json", path: "/o/fresh.json", size: 1)
             again += [fresh, fresh]
             let result = try await store.enqueue(again)
 
@@ -117,7 +117,7 @@ import Testing
     @Test func countsAndPagesByServiceAndState() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
-            _ = try await store.enqueue([NewJob(id: "other", service: "loader", fileName: "x", path: "/x", size: 1)])
+            _ = try await store.enqueue([OutboxFile(id: "other", service: "loader", fileName: "x", path: "/x", size: 1)])
             try store.markInFlight(["job-1", "job-3"])
 
             let counts = try store.counts()

@@ -79,8 +79,7 @@ struct SyncServiceTests {
             await harness.clock.sleepers(atLeast: 1)
             #expect(uploader.uploads.isEmpty)
             // Its writer is done: its modification time is an hour old by the time the loop wakes.
-            var times = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
-            #expect(utimensat(AT_FDCWD, harness.outbox + "/report.csv", &times, 0) == 0)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: harness.outbox + "/report.csv")
             harness.clock.advance(by: settle)
             await uploader.nextStart()
             _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
@@ -159,7 +158,7 @@ struct SyncHarness {
 /// fails it as a `transient` failure of the API's host.
 final class FakeUploader: Uploading {
     private struct State {
-        var uploads: [Upload] = []
+        var uploads: [OutboxFile] = []
         var running = 0
         var peak = 0
     }
@@ -176,7 +175,7 @@ final class FakeUploader: Uploading {
         self.failing = failing
     }
 
-    var uploads: [Upload] { state.withLock { $0.uploads } }
+    var uploads: [OutboxFile] { state.withLock { $0.uploads } }
     /// The most uploads that ran at once.
     var peak: Int { state.withLock { $0.peak } }
 
@@ -198,7 +197,7 @@ final class FakeUploader: Uploading {
         waiter?.resume()
     }
 
-    func upload(_ job: Upload) async throws {
+    func upload(_ job: OutboxFile) async throws {
         state.withLock {
             $0.uploads.append(job)
             $0.running += 1

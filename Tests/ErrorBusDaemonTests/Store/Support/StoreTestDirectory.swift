@@ -43,9 +43,9 @@ enum StoreTestDirectory {
     }
 
     /// `count` new sync jobs whose ids start with `prefix`.
-    static func newJobs(_ count: Int, prefix: String = "job") -> [NewJob] {
+    static func newJobs(_ count: Int, prefix: String = "job") -> [OutboxFile] {
         (0..<count).map { index in
-            NewJob(
+            OutboxFile(
                 id: "\(prefix)-\(index)",
                 service: "sync",
                 fileName: "\(prefix)-\(index).json",

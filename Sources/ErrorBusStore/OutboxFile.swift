@@ -1,5 +1,7 @@
-/// A file found in the outbox, to be made a durable job by ``JobStore/enqueue(_:)``.
-package struct NewJob: Sendable, Hashable {
+/// One file of the outbox as the job that uploads it: what ``JobStore/enqueue(_:)`` makes
+/// durable, and what an upload needs (and all the bus keeps in memory for a parked job). The
+/// stored job, with its state and history, is ``OutboxJob``.
+package struct OutboxFile: Sendable, Hashable {
     /// The content's idempotency key: the hex SHA-256 of the file, computed by the caller.
     package var id: String
     /// The service that owns the job, e.g. `"sync"`.
@@ -17,5 +19,10 @@ package struct NewJob: Sendable, Hashable {
         self.fileName = fileName
         self.path = path
         self.size = size
+    }
+
+    /// The file of a stored job.
+    package init(_ job: OutboxJob) {
+        self.init(id: job.id, service: job.service, fileName: job.fileName, path: job.path, size: job.size)
     }
 }
