@@ -152,7 +152,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "run: failing calls parked, one waiting task each",
+        "perform: failing calls parked, one waiting task each",
         configuration: .init(scalingFactor: .kilo, maxIterations: 10)
     ) { benchmark in
         let bus = makeBus()
