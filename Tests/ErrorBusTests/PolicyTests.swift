@@ -83,22 +83,52 @@ import Testing
         }
     }
 
-    @Test func reachabilityGateGrowsToItsCapAndProbesAtOnceOnNetworkChange() {
+    @Test func reachabilityGateGrowsToItsCapJitteredAndProbesSoonOnNetworkChange() {
+        var random = SeededRandomNumberGenerator(seed: 3)
         var gate = ReachabilityGate<ManualClock.Instant>(.init())
         var now = Instant.seconds(0)
-        #expect(gate.start(at: now) == .wait(until: .seconds(1), then: .probe))
+        guard case .wait(let first, .probe) = gate.start(at: now, using: &random) else {
+            Issue.record("the gate should wait for its first probe")
+            return
+        }
+        #expect(first <= .seconds(1))
+        var intervals: [Duration] = []
         var waits: [Duration] = []
         for _ in 0..<7 {
             now = now.advanced(by: gate.interval)
-            guard case .wait(let deadline, .probe) = gate.stepFinished(.failed(reason: "refused", retryAfter: nil), at: now) else {
+            guard case .wait(let deadline, .probe) = gate.stepFinished(.failed(reason: "refused", retryAfter: nil), at: now, using: &random) else {
                 Issue.record("a failed probe should schedule another")
                 return
             }
+            intervals.append(gate.interval)
             waits.append(now.duration(to: deadline))
         }
-        #expect(waits == [2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
-        #expect(gate.networkChanged() == .now(.probe))
-        #expect(gate.stepFinished(.succeeded, at: now) == .release)
+        #expect(intervals == [2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+        // Full jitter: each wait anywhere from nothing to its interval, not the interval itself.
+        #expect(zip(waits, intervals).allSatisfy { $0 >= .zero && $0 <= $1 })
+        #expect(Set(zip(waits, intervals).map { $0 == $1 }) == [false])
+        guard case .wait(let soon, .probe) = gate.networkChanged(at: now, using: &random) else {
+            Issue.record("a network change should schedule a probe")
+            return
+        }
+        #expect(now.duration(to: soon) <= .seconds(1))
+        #expect(gate.stepFinished(.succeeded, at: now, using: &random) == .release)
+    }
+
+    @Test func aLocalCauseIsProbedAtLeastEveryLocalMaximumInterval() {
+        var random = SeededRandomNumberGenerator(seed: 4)
+        var gate = ReachabilityGate<ManualClock.Instant>(.init(), cause: "captivePortal")
+        var now = Instant.seconds(0)
+        _ = gate.start(at: now, using: &random)
+        for _ in 0..<6 {
+            now = now.advanced(by: gate.interval)
+            _ = gate.stepFinished(.failed(reason: "portal", retryAfter: nil), at: now, using: &random)
+        }
+        #expect(gate.interval == .seconds(2))
+        // A cause beyond the host grows to the full maximum.
+        var remote = ReachabilityGate<ManualClock.Instant>(.init(), cause: "connectionRefused")
+        for _ in 0..<6 { _ = remote.stepFinished(.failed(reason: "refused", retryAfter: nil), at: now, using: &random) }
+        #expect(remote.interval == .seconds(30))
     }
 
     @Test func reauthenticationEscalatesOnRejectionAndBacksOffWhenUnavailable() {

@@ -19,15 +19,19 @@ struct ReachabilityTests {
             } completion: { _ in }
 
             var probeCalls = probe.calls.makeAsyncIterator()
-            for expectedDelay: Int64 in [1, 2, 4, 8] {
-                let scheduled = await events.next(.policyScheduled)
-                #expect(scheduled.incident?.next == .init(step: .probe, delay: .seconds(expectedDelay)))
-                if expectedDelay == 8 { down.set(false) }
-                clock.advance(by: .seconds(expectedDelay))
+            var delays: [Duration] = []
+            for interval: Int64 in [1, 2, 4, 8] {
+                let scheduled = try #require(await events.next(.policyScheduled).incident?.next)
+                // Full jitter: anywhere from nothing to the interval.
+                #expect(scheduled.step == .probe && scheduled.delay <= .seconds(interval))
+                delays.append(scheduled.delay)
+                if interval == 8 { down.set(false) }
+                clock.advance(by: scheduled.delay)
                 _ = await probeCalls.next()
             }
             await events.next(.incidentResolved)
-            #expect(probe.callTimes == [.seconds(1), .seconds(3), .seconds(7), .seconds(15)])
+            // Each probe when its wait ended.
+            #expect(probe.callTimes == delays.indices.map { index in ManualClock.Instant(offset: delays[...index].reduce(.zero, +)) })
             #expect(events.count(of: .probeFailed) == 3)
             #expect(delivered.count == 1)
         }
@@ -46,20 +50,29 @@ struct ReachabilityTests {
                 delays.append(delay)
                 clock.advance(by: delay)
             }
-            #expect(delays == [1, 2, 4, 8, 16, 30, 30, 30].map { .seconds($0) })
+            #expect(zip(delays, [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) }).allSatisfy { $0 <= $1 })
+            // Past the cap, no wait is longer than the cap; the later ones exceed the early caps.
+            #expect(delays.suffix(3).contains { $0 > .seconds(8) })
         }
     }
 
-    @Test func aNetworkChangeProbesAtOnce() async throws {
+    @Test func aNetworkChangeProbesWithinItsSpread() async throws {
+        var configuration = ErrorBusConfiguration.forTests
+        configuration.reachability.initialInterval = .seconds(60)
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
-        try await withRunningBus(clock: clock, probe: probe) { bus, clock, events in
+        try await withRunningBus(configuration: configuration, clock: clock, probe: probe) { bus, clock, events in
             clock.advance(by: .seconds(100))
             await bus.report(Failure(TestFailure.unreachable, job: .sync(0)))
-            await events.next(.policyScheduled)
+            let first = try #require(await events.next(.policyScheduled).incident?.next?.delay)
             await bus.networkChanged()
+            // Sooner than the schedule, within the second the spread allows (unless the schedule
+            // was sooner still).
+            let soon = try #require(await events.next(.policyScheduled).incident?.next?.delay)
+            #expect(soon <= .seconds(1) && soon < first)
+            clock.advance(by: soon)
             var calls = probe.calls.makeAsyncIterator()
-            #expect(await calls.next() == .seconds(100))
+            #expect(await calls.next() == ManualClock.Instant(offset: .seconds(100) + soon))
             let resolved = await events.next(.incidentResolved)
             #expect(resolved.incident?.resolution == .recovered)
         }

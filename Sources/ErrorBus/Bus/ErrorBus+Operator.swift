@@ -121,10 +121,14 @@ extension ErrorBus {
     // MARK: - Signals from the host
 
     /// The host's network changed (a link, address or route): every waiting reachability gate
-    /// probes now instead of at its next interval.
+    /// probes soon, within ``ErrorBusConfiguration/Reachability/networkChangeSpread``, instead of
+    /// at its next interval; never later than that.
     public func networkChanged() {
+        let now = clock.now()
         for incident in incidents.values.sorted(by: { $0.id < $1.id }) where incident.state == .waiting {
-            if let action = incident.policy.networkChanged() { execute(action, for: incident) }
+            guard let action = incident.policy.networkChanged(at: now, using: &random) else { continue }
+            if case .wait(let deadline, _) = action, let next = incident.next, next.at <= deadline { continue }
+            execute(action, for: incident)
         }
     }
 

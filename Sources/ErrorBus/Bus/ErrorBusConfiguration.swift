@@ -109,11 +109,34 @@ public struct ErrorBusConfiguration: Sendable {
         public var factor: Double = 2
         /// The wait never exceeds this.
         public var maximumInterval: Duration = .seconds(30)
+        /// Causes on the host's side of the network, which cost the API nothing to probe.
+        public var localCauses: Set<String> = Self.defaultLocalCauses
+        /// The longest wait between probes of a local cause.
+        public var localMaximumInterval: Duration = .seconds(2)
+        /// After a network change, a waiting gate probes within this (uniformly drawn); zero:
+        /// at once.
+        public var networkChangeSpread: Duration = .seconds(1)
 
-        public init(initialInterval: Duration = .seconds(1), factor: Double = 2, maximumInterval: Duration = .seconds(30)) {
+        /// The causes errorbusd's HTTP classification names for a problem on the host's side: a
+        /// captive portal, no name resolution, no route, no network, no local address.
+        public static let defaultLocalCauses: Set<String> = [
+            "captivePortal", "dnsFailure", "hostUnreachable", "networkUnreachable", "networkDown", "noLocalAddress",
+        ]
+
+        public init(
+            initialInterval: Duration = .seconds(1),
+            factor: Double = 2,
+            maximumInterval: Duration = .seconds(30),
+            localCauses: Set<String> = Self.defaultLocalCauses,
+            localMaximumInterval: Duration = .seconds(2),
+            networkChangeSpread: Duration = .seconds(1)
+        ) {
             self.initialInterval = initialInterval
             self.factor = factor
             self.maximumInterval = maximumInterval
+            self.localCauses = localCauses
+            self.localMaximumInterval = localMaximumInterval
+            self.networkChangeSpread = networkChangeSpread
         }
     }
 

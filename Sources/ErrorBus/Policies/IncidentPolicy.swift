@@ -22,7 +22,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
         case .rateLimited:
             self = .rateLimited(RateLimitPolicy(configuration.rateLimit, backoff: configuration.backoff))
         case .unreachable:
-            self = .unreachable(ReachabilityGate(configuration.reachability))
+            self = .unreachable(ReachabilityGate(configuration.reachability, cause: failure.cause))
         case .unauthenticated:
             self = .unauthenticated(ReauthenticationPolicy(backoff: configuration.backoff))
         case .invalid:
@@ -47,14 +47,14 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
             return policy.start(at: now, retryAfter: failure.category.retryAfter, using: &random)
         case .unreachable(var gate):
             defer { self = .unreachable(gate) }
-            return gate.start(at: now)
+            return gate.start(at: now, using: &random)
         case .unauthenticated(let policy):
             return policy.start()
         case .deadLetters(let window):
             return .wait(until: now.advanced(by: window), then: .close)
         case .paused(var gate?):
             defer { self = .paused(gate) }
-            return gate.start(at: now)
+            return gate.start(at: now, using: &random)
         case .paused(nil):
             return .hold
         }
@@ -93,7 +93,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
             return policy.stepFinished(result, at: now, using: &random)
         case .unreachable(var gate):
             defer { self = .unreachable(gate) }
-            return gate.stepFinished(result, at: now)
+            return gate.stepFinished(result, at: now, using: &random)
         case .unauthenticated(var policy):
             defer { self = .unauthenticated(policy) }
             return policy.stepFinished(result, at: now, using: &random)
@@ -101,7 +101,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
             return .release
         case .paused(var gate?):
             defer { self = .paused(gate) }
-            return gate.stepFinished(result, at: now)
+            return gate.stepFinished(result, at: now, using: &random)
         case .paused(nil):
             return result == .succeeded ? .release : .hold
         }
@@ -124,9 +124,9 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
     }
 
     /// The host's network configuration changed. Returns an action only for policies that probe.
-    func networkChanged() -> Action? {
+    func networkChanged(at now: Instant, using random: inout some RandomNumberGenerator) -> Action? {
         switch self {
-        case .unreachable(let gate): gate.networkChanged()
+        case .unreachable(let gate): gate.networkChanged(at: now, using: &random)
         case .transient, .rateLimited, .unauthenticated, .deadLetters, .paused: nil
         }
     }
