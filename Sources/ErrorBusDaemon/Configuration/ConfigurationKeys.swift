@@ -61,6 +61,8 @@ enum ConfigurationKeys {
         ("bus.reachability.initial-interval", .value),
         ("bus.reachability.factor", .value),
         ("bus.reachability.maximum-interval", .value),
+        ("bus.reachability.local-maximum-interval", .value),
+        ("bus.reachability.network-change-spread", .value),
         ("bus.release.concurrency", .value),
         ("bus.release.spread", .value),
         ("bus.retry-budget.success-ratio", .value),

@@ -89,6 +89,16 @@ extension DaemonConfiguration {
             "bus.reachability.maximum-interval",
             bus.reachability.maximumInterval
         )
+        bus.reachability.localMaximumInterval = try settings.duration(
+            "bus.reachability.local-maximum-interval",
+            default: reachability.localMaximumInterval,
+            positive
+        )
+        bus.reachability.networkChangeSpread = try settings.duration(
+            "bus.reachability.network-change-spread",
+            default: reachability.networkChangeSpread,
+            .atLeast(.zero)
+        )
 
         bus.release.concurrency = try settings.int("bus.release.concurrency", default: bus.release.concurrency, .between(1, 65_536))
         bus.release.spread = try settings.duration("bus.release.spread", default: bus.release.spread, .atLeast(.zero))
