@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusHTTP
+import ErrorBusSupport
 import Foundation
 import Logging
 import NIOCore
@@ -34,7 +35,18 @@ actor AuthService: Authenticator, Service {
     /// The current access token.
     struct Token: Sendable {
         let value: String
+        /// When it was asked for: its lifetime counts from then.
+        let sentAt: TimelineInstant
         let expiresAt: TimelineInstant
+
+        /// When to renew it: `margin` before it expires, and a random part of another `margin`
+        /// earlier still (at most what its lifetime leaves), so that hosts started together,
+        /// whose tokens expire together, do not all ask the token endpoint at once.
+        func renewal(margin: Duration, using random: inout some RandomNumberGenerator) -> TimelineInstant {
+            let latest = expiresAt.advanced(by: .zero - margin)
+            let room = max(.zero, min(margin, sentAt.duration(to: latest)))
+            return latest.advanced(by: .zero - .seconds(Double.random(in: 0...room.timeInterval, using: &random)))
+        }
     }
 
     /// The outcome of one attempt to get a token.
@@ -51,6 +63,9 @@ actor AuthService: Authenticator, Service {
     private let bus: ErrorBus
     private let logger: Logger
     private let clock: Timeline
+    private var random = SystemRandomNumberGenerator()
+    /// When the current token is renewed (``Token/renewal(margin:using:)``), drawn once per token.
+    private var renewAt: TimelineInstant?
     private var token: Token?
     /// Whether the refusal of the current credentials has been logged.
     private var rejectionLogged = false
@@ -71,7 +86,7 @@ actor AuthService: Authenticator, Service {
     static let service = "auth"
 
     /// Keeps the token fresh until graceful shutdown: a first token at start, then a new one
-    /// `refreshMargin` before the current one expires.
+    /// between `refreshMargin` and twice that before the current one expires.
     func run() async throws {
         try await untilGracefulShutdown { try await self.keepFresh() }
     }
@@ -79,12 +94,9 @@ actor AuthService: Authenticator, Service {
     private func keepFresh() async throws {
         var tokens = renewals.makeAsyncIterator()
         while !Task.isCancelled {
-            if let token {
-                let refreshAt = token.expiresAt.advanced(by: .zero - settings.refreshMargin)
-                if clock.now() < refreshAt {
-                    try await clock.sleep(refreshAt)
-                    continue
-                }
+            if token != nil, let renewAt, clock.now() < renewAt {
+                try await clock.sleep(renewAt)
+                continue
             }
             if case .token = await refresh() {
                 // Work that waited for an operator after rejected credentials can go.
@@ -153,6 +165,7 @@ actor AuthService: Authenticator, Service {
         switch attempt {
         case .token(let token):
             self.token = token
+            renewAt = token.renewal(margin: settings.refreshMargin, using: &random)
             rejectionLogged = false
             renewed.yield()
             logger.debug("access token renewed", metadata: ["expires_in": "\(clock.now().duration(to: token.expiresAt))"])
@@ -211,7 +224,7 @@ actor AuthService: Authenticator, Service {
             as: TokenResponse.self, deadline: deadline, method: "POST", url: settings.tokenURL, expected: "an OAuth token response"
         ) { $0.tokenType.lowercased() == "bearer" && !$0.accessToken.isEmpty ? nil : "a bearer token" }
         // Count the lifetime from when the request was sent: never trust a token past its time.
-        return Token(value: decoded.accessToken, expiresAt: sent.advanced(by: .seconds(max(0, decoded.expiresIn ?? 3_600))))
+        return Token(value: decoded.accessToken, sentAt: sent, expiresAt: sent.advanced(by: .seconds(max(0, decoded.expiresIn ?? 3_600))))
     }
 
     /// `application/x-www-form-urlencoded` for client credentials, as RFC 6749 §2.3.1 asks.

@@ -13,7 +13,8 @@ extension DaemonConfiguration {
         /// `auth.credential-name`: the name given to `LoadCredential=`, looked up in
         /// `$CREDENTIALS_DIRECTORY` when ``clientSecretFile`` is not set. Default `client-secret`.
         package var credentialName: String
-        /// `auth.refresh-margin`: the access token is refreshed this long before it expires.
+        /// `auth.refresh-margin`: the access token is refreshed between this long and twice this
+        /// long before it expires, at random.
         /// Default 60 s.
         package var refreshMargin: Duration
         /// The client secret, read from its file with trailing newlines removed. Empty only in a

@@ -42,11 +42,12 @@ struct ClockedServiceTests {
         return byRoute?[route]?.values.reduce(0, +) ?? 0
     }
 
-    @Test func theTokenIsRenewedItsMarginBeforeItExpiresByTheClock() async throws {
+    @Test func theTokenIsRenewedBetweenOneAndTwoMarginsBeforeItExpiresByTheClock() async throws {
         try await LiveSandbox.with { sandbox in
             let bus = ErrorBus(clock: ManualClock(), logger: Self.logger)
             let clock = ManualClock()
-            // The sandbox's tokens live an hour; renewed a minute before.
+            // The sandbox's tokens live an hour; renewed one to two minutes before, at random, so
+            // that hosts started together do not renew together.
             let auth = Self.auth(sandbox, bus: bus, clock: clock, margin: .seconds(60))
             try await withThrowingTaskGroup(of: Void.self) { group throws in
                 group.addTask { try await auth.run() }
@@ -55,14 +56,25 @@ struct ClockedServiceTests {
                 await clock.sleepers(atLeast: 1)
                 let first = try await auth.accessToken()
                 #expect(try await Self.requests(sandbox, "token") == 1)
-                clock.advance(by: .seconds(3600 - 61))
-                #expect(try await auth.accessToken() == first)
-                clock.advance(by: .seconds(1))
+                let renewal = try #require(clock.advanceToNextDeadline())
+                #expect(renewal.offset >= .seconds(3600 - 120) && renewal.offset <= .seconds(3600 - 60), "\(renewal)")
                 await clock.sleepers(atLeast: 1)
                 #expect(try await Self.requests(sandbox, "token") == 2)
                 #expect(try await auth.accessToken() != first)
             }
         }
+    }
+
+    @Test func renewalsOfTokensObtainedTogetherAreSpreadOverTheMargin() {
+        var random = SystemRandomNumberGenerator()
+        let token = AuthService.Token(value: "t", sentAt: TimelineInstant(offset: .zero), expiresAt: TimelineInstant(offset: .seconds(3600)))
+        let renewals = (0..<200).map { _ in token.renewal(margin: .seconds(60), using: &random).offset }
+        #expect(renewals.allSatisfy { $0 >= .seconds(3480) && $0 <= .seconds(3540) })
+        // Spread, not bunched: both halves of the window are used.
+        #expect(renewals.contains { $0 < .seconds(3510) } && renewals.contains { $0 > .seconds(3510) })
+        // A token too short-lived for two margins is renewed no earlier than it was obtained.
+        let short = AuthService.Token(value: "s", sentAt: TimelineInstant(offset: .zero), expiresAt: TimelineInstant(offset: .seconds(90)))
+        #expect((0..<50).allSatisfy { _ in short.renewal(margin: .seconds(60), using: &random).offset >= .zero })
     }
 
     @Test func aResourceIsCheckedAgainAfterItsIntervalByTheClock() async throws {
