@@ -56,21 +56,66 @@ struct ConcurrencyLimitTests {
         #expect((8.5...9.5).contains(limit.limit))
     }
 
-    @Test(arguments: [Limit.Outcome.backPressure, .success(latency: .milliseconds(100))])
-    func backPressureOrASlowAnswerHalvesTheLimitOncePerRoundTrip(signal: Limit.Outcome) {
+    @Test func backPressureHalvesTheLimitOncePerRoundTrip() {
         var limit = Limit(.init(maximum: 16))
         run(&limit, 15, .success(latency: fast))
         #expect(limit.permits == 16)
-        run(&limit, 1, signal, at: .seconds(10))
+        run(&limit, 1, .backPressure, at: .seconds(10))
         #expect(limit.permits == 8)
         // The rest of the burst's answers (within one baseline round trip) say the same.
-        run(&limit, 5, signal, at: .seconds(10.01))
+        run(&limit, 5, .backPressure, at: .seconds(10.01))
         #expect(limit.permits == 8)
-        run(&limit, 1, signal, at: .seconds(11))
+        run(&limit, 1, .backPressure, at: .seconds(11))
         #expect(limit.permits == 4)
         // Never below one.
         for second in 12..<20 { run(&limit, 1, .backPressure, at: .seconds(Double(second))) }
         #expect(limit.permits == 1)
+    }
+
+    /// Runs round trips of `latency`, each as many answers as the limit permits over a window
+    /// as long as the baseline, from `start`.
+    private func roundTrips(_ limit: inout Limit, _ count: Int, latency: Duration, from start: Duration) -> Duration {
+        var now = start
+        for _ in 0..<count {
+            run(&limit, limit.permits - 1, .success(latency: latency), at: ManualClock.Instant(offset: now))
+            now += limit.baseline ?? latency
+            run(&limit, 1, .success(latency: latency), at: ManualClock.Instant(offset: now))
+            now += .milliseconds(1)
+        }
+        return now
+    }
+
+    @Test func aRoundTripOfSlowAnswersHalvesTheLimit() {
+        var limit = Limit(.init(maximum: 16, initial: 16))
+        var now = roundTrips(&limit, 10, latency: fast, from: .seconds(1))
+        #expect(limit.permits == 16)
+        // The server's queue fills: a whole round trip answers five times slower.
+        now = roundTrips(&limit, 1, latency: fast * 5, from: now)
+        #expect(limit.permits == 8)
+        #expect(limit.slowStartThreshold == 8)
+        _ = now
+    }
+
+    @Test func oneSlowAnswerAmongFastOnesIsNoSignal() {
+        var limit = Limit(.init(maximum: 16, initial: 16))
+        let now = roundTrips(&limit, 10, latency: fast, from: .seconds(1))
+        // A hiccup: one answer ten times slower in a window of fast ones.
+        run(&limit, 1, .success(latency: fast * 10), at: ManualClock.Instant(offset: now))
+        _ = roundTrips(&limit, 3, latency: fast, from: now)
+        #expect(limit.permits == 16)
+    }
+
+    @Test func aBaselineThatVariesRaisesTheBar() {
+        // Answers alternate between 10 and 30 ms round trip after round trip: their spread is
+        // the scope's normal, and a round trip at 45 ms is within it.
+        var limit = Limit(.init(maximum: 16, initial: 16))
+        var now = Duration.seconds(1)
+        for index in 0..<40 {
+            now = roundTrips(&limit, 1, latency: index.isMultiple(of: 2) ? .milliseconds(10) : .milliseconds(30), from: now)
+        }
+        #expect(limit.permits == 16)
+        now = roundTrips(&limit, 1, latency: .milliseconds(45), from: now)
+        #expect(limit.permits == 16)
     }
 
     @Test func otherFailuresSayNothingAboutLoad() {

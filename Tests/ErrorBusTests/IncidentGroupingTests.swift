@@ -7,7 +7,10 @@ struct IncidentGroupingTests {
     @Test func tenThousandConcurrentFailuresMakeOneIncidentAndOnePolicyRun() async throws {
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
-        try await withRunningBus(clock: clock, probe: probe) { bus, clock, events in
+        // Ten thousand at once: no concurrency limit in the way.
+        var configuration = ErrorBusConfiguration.forTests
+        configuration.concurrency = .fixed(10_000)
+        try await withRunningBus(configuration: configuration, clock: clock, probe: probe) { bus, clock, events in
             let jobs = 10_000
             let down = Flag(true)
             let barrier = Barrier(count: jobs)

@@ -62,6 +62,26 @@ import Testing
         #expect(policy.stepFinished(.succeeded, at: .seconds(1), using: &random) == .release)
     }
 
+    @Test func onlyACanaryTheServerScheduledSkipsTheRetryBudget() {
+        var random = SeededRandomNumberGenerator(seed: 5)
+        func failure(_ category: ErrorCategory) -> Failure {
+            Failure(category: category, scope: "api", cause: "test", service: "sync", text: OperatorText(title: "t", message: "m"))
+        }
+        let configuration = ErrorBusConfiguration()
+        var hinted = IncidentPolicy<Instant>(for: failure(.rateLimited(retryAfter: .seconds(1))), configuration: configuration, canProbe: true)
+        _ = hinted.start(with: failure(.rateLimited(retryAfter: .seconds(1))), at: .seconds(0), using: &random)
+        #expect(!hinted.canaryDrawsOnBudget)
+        // The next wait is a back-off of our own: that canary pays.
+        _ = hinted.stepFinished(.failed(reason: "429", retryAfter: nil), at: .seconds(2), using: &random)
+        #expect(hinted.canaryDrawsOnBudget)
+        var unhinted = IncidentPolicy<Instant>(for: failure(.rateLimited(retryAfter: nil)), configuration: configuration, canProbe: true)
+        _ = unhinted.start(with: failure(.rateLimited(retryAfter: nil)), at: .seconds(0), using: &random)
+        #expect(unhinted.canaryDrawsOnBudget)
+        var transient = IncidentPolicy<Instant>(for: failure(.transient), configuration: configuration, canProbe: true)
+        _ = transient.start(with: failure(.transient), at: .seconds(0), using: &random)
+        #expect(transient.canaryDrawsOnBudget)
+    }
+
     @Test func rateLimitHintsAreClampedAndOnlyEverExtended() {
         var random = SeededRandomNumberGenerator(seed: 3)
         let configuration = ErrorBusConfiguration.RateLimit(minimum: .seconds(1), maximum: .seconds(3_600), jitter: 0)
@@ -79,7 +99,8 @@ import Testing
                 Issue.record("rate limit should wait")
                 return
             }
-            #expect(deadline >= .seconds(10) && deadline <= .seconds(11))
+            // Never before the hint; within half of it more (the default jitter).
+            #expect(deadline >= .seconds(10) && deadline <= .seconds(15))
         }
     }
 

@@ -80,7 +80,7 @@ struct ReachabilityTests {
 
     @Test func releaseStopsWhenTheCauseReturnsMidRelease() async throws {
         var configuration = ErrorBusConfiguration.forTests
-        configuration.release.concurrency = 1
+        configuration.concurrency = .fixed(1)
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
         try await withRunningBus(configuration: configuration, clock: clock, probe: probe) { bus, clock, events in

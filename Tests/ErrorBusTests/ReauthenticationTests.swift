@@ -7,7 +7,10 @@ struct ReauthenticationTests {
     @Test func fiveHundredConcurrent401sSignInOnceAndAllRunAgain() async throws {
         let renewed = Flag(false)
         let authenticator = ScriptedAuthenticator(held: true, onRenewed: { renewed.set(true) })
-        try await withRunningBus(authenticator: authenticator) { bus, _, events in
+        // Five hundred at once: no concurrency limit in the way.
+        var configuration = ErrorBusConfiguration.forTests
+        configuration.concurrency = .fixed(500)
+        try await withRunningBus(configuration: configuration, authenticator: authenticator) { bus, _, events in
             let jobs = 500
             let failures = FailureCounter(target: jobs)
             await bus.connect(failures, to: "sync")

@@ -1,4 +1,5 @@
-/// The bus's state for a status display: open incidents, parked work, the retry budget.
+/// The bus's state for a status display: open incidents, parked work, the retry budget, each
+/// scope's concurrency.
 public struct BusSnapshot: Sendable {
     /// Open incidents, oldest first.
     public var incidents: [IncidentSnapshot]
@@ -16,6 +17,8 @@ public struct BusSnapshot: Sendable {
     public var retryBudgetTokens: Double
     /// Jobs stopped because parking was full, since the bus started.
     public var overflowedJobs: Int
+    /// Each scope's adaptive concurrency limit, by scope name.
+    public var concurrency: [ScopeConcurrency]
     /// Whether the bus's ``ErrorBus/run()`` is running (policies only progress while it is).
     public var isRunning: Bool
 }

@@ -111,7 +111,7 @@ extension ErrorBus {
             }
             creditSuccesses()
             let now = clock.now()
-            guard byOperator || budget.withdraw(at: now) else {
+            guard byOperator || !incident.policy.canaryDrawsOnBudget || budget.withdraw(at: now) else {
                 let retryAt = budget.nextToken(after: now)
                 schedule(.canary, at: retryAt, for: incident)
                 emit(BusEvent(
@@ -168,14 +168,16 @@ extension ErrorBus {
             holds[key]?.removeAll { $0 === incident }
             if holds[key]?.isEmpty == true {
                 holds[key] = nil
-                admission.withLock { _ = $0.held.remove(key) }
+                admission.withLock { $0.unhold(key) }
             }
         }
     }
 
     private func hold(_ key: HoldKey, by incident: IncidentRecord) {
         if holds[key] == nil {
-            admission.withLock { _ = $0.held.insert(key) }
+            // The runs waiting for a slot of a held scope go to park.
+            let turnedAway = admission.withLock { $0.hold(key) }
+            for waiter in turnedAway { waiter.continuation.resume(returning: .ask) }
         }
         holds[key, default: []].append(incident)
     }
@@ -296,10 +298,12 @@ extension ErrorBus {
         }
     }
 
-    /// Runs an incident's parked jobs again, at most ``ErrorBusConfiguration/Release/concurrency``
-    /// at a time, each after a random delay of up to ``ErrorBusConfiguration/Release/spread``.
+    /// Runs an incident's parked jobs again, each after a random delay of up to
+    /// ``ErrorBusConfiguration/Release/spread``. Each run takes a slot of its scope's
+    /// concurrency limit, which starts slow now that the cause is gone; at most
+    /// ``ErrorBusConfiguration/Concurrency/maximum`` released jobs are under way at once.
     nonisolated func runRelease(_ id: IncidentID, generation: UInt64) async {
-        let concurrency = max(1, configuration.release.concurrency)
+        let concurrency = configuration.concurrency.maximum
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !Task.isCancelled {

@@ -85,6 +85,17 @@ extension ErrorBus {
         return open(failure, parking: nil).id
     }
 
+    /// Holds back new runs of `scope` for `delay`, because its server said the client's quota is
+    /// spent (a `RateLimit` field with nothing remaining, an `X-RateLimit-Reset`): pacing before
+    /// the limit is hit rather than meeting `429`s. Runs under way go on; no incident opens; a
+    /// longer pause already asked for stays.
+    public nonisolated func pace(scope: String, for delay: Duration) {
+        guard delay > .zero else { return }
+        let deadline = clock.now().advanced(by: delay)
+        admission.withLock { $0.pause(scope, until: deadline) }
+        work.yield(.paceTimer(scope: scope, deadline: deadline))
+    }
+
     /// The failure an error describes for `job`: its own category when it is a
     /// ``CategorizedError``, the configured fallback otherwise.
     public nonisolated func categorize(_ error: any Error, for job: Job) -> Failure {
@@ -111,6 +122,12 @@ extension ErrorBus {
         var retried: AttemptContext {
             if case .first = self { .retry } else { self }
         }
+
+        /// Whether the run takes a slot of its scope's concurrency limit: all but a canary,
+        /// which runs alone while its incident holds the scope.
+        var takesSlot: Bool {
+            if case .canary = self { false } else { true }
+        }
     }
 
     /// What becomes of a failed run.
@@ -130,29 +147,17 @@ extension ErrorBus {
     }
 
     nonisolated func submit(_ command: Command) async -> Submission {
-        if admission.withLock({ $0.mayRun(command.job) }) {
-            // Nothing holds this job back: run it without a hop to the actor. An incident that
-            // opens meanwhile sees it fail like any job that was already in flight.
-            return await attempt(command, .first)
-        }
-        switch await admit(command) {
-        case .run:
-            return await attempt(command, .first)
-        case .parked(let id):
-            return .parked(id)
-        case .stopped(let stopped):
-            return .stopped(stopped)
-        }
+        await attempt(command, .first)
     }
 
-    enum Admission {
+    enum AdmissionDecision {
         case run
         case parked(IncidentID)
         case stopped(JobStopped)
     }
 
     /// Lets a command run, or parks it under the incident holding its scope.
-    func admit(_ command: Command) -> Admission {
+    func admit(_ command: Command) -> AdmissionDecision {
         guard lifecycle != .stopped else {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
@@ -177,20 +182,92 @@ extension ErrorBus {
     }
 
     /// Runs a command once (again, if a responder asks for a retry the budget allows).
+    ///
+    /// Every run but a canary first takes a slot of its scope's concurrency limit, waiting for
+    /// one if need be, or parks when an incident holds the job back. The slot is given back with
+    /// what the run says of the scope's load: its latency, or whether its failure was
+    /// back-pressure.
     nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
         var context = context
         while true {
+            let takesSlot = context.takesSlot
+            if takesSlot {
+                switch await slot(for: command) {
+                case .granted:
+                    break
+                case .cancelled:
+                    return .stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled))
+                case .ask:
+                    switch await admit(command) {
+                    case .run: continue
+                    case .parked(let id): return .parked(id)
+                    case .stopped(let stopped): return .stopped(stopped)
+                    }
+                }
+            }
+            let started = clock.now()
             do {
                 try await command.operation()
+                if takesSlot {
+                    let now = clock.now()
+                    releaseSlot(command.job.scope, .success(latency: started.duration(to: now)), at: now)
+                }
                 pendingSuccesses.add(1, ordering: .relaxed)
                 return .completed
             } catch {
-                switch await failed(command, error, context) {
+                let decision = await failed(command, error, context)
+                // Given back once the failure is routed: runs waiting for the slot find the
+                // incident it opened holding the scope, and park.
+                if takesSlot { releaseSlot(command.job.scope, Self.load(signalledBy: error), at: clock.now()) }
+                switch decision {
                 case .parked(let id): return .parked(id)
                 case .stopped(let stopped): return .stopped(stopped)
                 case .retryNow: context = context.retried
                 }
             }
+        }
+    }
+
+    /// Takes a slot of the command's scope, waiting for one if none is free; `.ask` when an
+    /// incident (or the bus's stop) holds the job back.
+    private nonisolated func slot(for command: Command) async -> SlotGrant {
+        let job = command.job
+        if let answer = admission.withLock({ $0.enter(job, at: clock.now()) }) { return answer }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let answer = admission.withLock { admission -> SlotGrant? in
+                    // Asked again under the lock the waiter is queued under: a slot may have
+                    // been freed since.
+                    if let answer = admission.enter(job, at: clock.now()) { return answer }
+                    admission.wait(Admission.Waiter(serial: command.serial, job: job, continuation: continuation))
+                    return nil
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        } onCancel: {
+            let waiter = admission.withLock { $0.withdraw(serial: command.serial, scope: job.scope) }
+            waiter?.continuation.resume(returning: .cancelled)
+        }
+    }
+
+    /// Gives back a slot, and lets the runs it frees go on.
+    nonisolated func releaseSlot(_ scope: String, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) {
+        let answers = admission.withLock { $0.release(scope, outcome, at: now) }
+        for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
+    }
+
+    /// Hands a scope's free slots to the runs waiting for them (its pause ended).
+    nonisolated func grantSlots(_ scope: String) {
+        let answers = admission.withLock { $0.admitWaiting(scope, at: clock.now()) }
+        for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
+    }
+
+    /// What a failure says of its scope's load: a server that asked to slow down or failed in a
+    /// way that passes (a 5xx, a timeout, a reset) pushes back; anything else says nothing.
+    nonisolated static func load(signalledBy error: any Error) -> ConcurrencyLimit<TimelineInstant>.Outcome {
+        switch (error as? any CategorizedError)?.category {
+        case .rateLimited, .transient: .backPressure
+        default: .other
         }
     }
 

@@ -1,4 +1,5 @@
 import DequeModule
+import Synchronization
 
 extension ErrorBus {
     // MARK: - Operator actions
@@ -186,6 +187,7 @@ extension ErrorBus {
             heldByService: heldByService,
             retryBudgetTokens: budget.tokens,
             overflowedJobs: overflowCount,
+            concurrency: admission.withLock { $0.limits },
             isRunning: lifecycle == .running
         )
     }

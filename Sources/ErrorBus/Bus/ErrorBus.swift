@@ -54,9 +54,10 @@ public actor ErrorBus {
     var eventsHeldForOpening: [BusEvent]?
 
     /// What admission needs to know, readable without a hop to the actor: the keys some
-    /// incident holds, and whether the bus stopped. Written only by the actor, under the lock,
-    /// whenever ``holds`` gains or loses a key; the actor's own state stays authoritative.
-    nonisolated let admission = Mutex(AdmissionIndex())
+    /// incident holds, whether the bus stopped, and each scope's concurrency slots. The held
+    /// keys are written only by the actor, under the lock, whenever ``holds`` gains or loses a
+    /// key (the actor's own state stays authoritative); the slots are owned here.
+    nonisolated let admission: Mutex<Admission>
 
     /// Successful operations not yet credited to the retry budget. Counted without a hop to
     /// the actor, folded in whenever the budget is consulted.
@@ -80,6 +81,7 @@ public actor ErrorBus {
         case release(IncidentID, generation: UInt64)
         case withdraw(serial: UInt64)
         case retryNow(job: Job)
+        case paceTimer(scope: String, deadline: TimelineInstant)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -109,6 +111,7 @@ public actor ErrorBus {
         self.logger = logger
         self.nextIncidentID = configuration.firstIncidentID
         self.budget = RetryBudget(configuration.retryBudget, at: self.clock.now())
+        self.admission = Mutex(Admission(concurrency: configuration.concurrency))
         (workStream, work) = AsyncStream.makeStream(of: Work.self)
     }
 
@@ -153,7 +156,8 @@ public actor ErrorBus {
     /// Ends every open incident and hands back the commands that were still held.
     private func stop() -> [Command] {
         lifecycle = .stopped
-        admission.withLock { $0.stopped = true }
+        let turnedAway = admission.withLock { $0.stop() }
+        for waiter in turnedAway { waiter.continuation.resume(returning: .ask) }
         work.finish()
         var leftovers = Array(budgetWaiters)
         budgetWaiters.removeAll()
@@ -187,6 +191,9 @@ public actor ErrorBus {
         case .retryNow(let job):
             // Taken when its task starts: the budget's wake-up may have run it meanwhile.
             if let command = await takeBudgetWaiter(job) { await runHeld(command, .retry) }
+        case .paceTimer(let scope, let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            grantSlots(scope)
         }
     }
 
@@ -202,20 +209,5 @@ public actor ErrorBus {
     /// Credits successes counted since the last look to the retry budget.
     func creditSuccesses() {
         budget.deposit(successes: pendingSuccesses.exchange(0, ordering: .relaxed))
-    }
-}
-
-/// The held keys and lifecycle, mirrored for lock-protected reads outside the actor.
-struct AdmissionIndex: Sendable {
-    var held: Set<HoldKey> = []
-    var stopped = false
-
-    /// Whether a job may run without asking the bus: nothing holds any of its keys.
-    func mayRun(_ job: Job) -> Bool {
-        guard !stopped else { return false }
-        guard !held.isEmpty else { return true }
-        if held.contains(.scope(job.scope)) || held.contains(.service(job.service)) { return false }
-        if let realm = job.realm, held.contains(.realm(realm)) { return false }
-        return true
     }
 }

@@ -8,6 +8,9 @@ public struct ErrorBusConfiguration: Sendable {
     public var rateLimit = RateLimit()
     /// How `unreachable` incidents probe.
     public var reachability = Reachability()
+    /// How many jobs of one scope run at once, first runs and released jobs alike, and how
+    /// that number adapts to the scope's answers.
+    public var concurrency = Concurrency()
     /// How parked jobs are released once an incident's cause is gone.
     public var release = Release()
     /// The process-wide budget for retries on top of first attempts.
@@ -92,9 +95,9 @@ public struct ErrorBusConfiguration: Sendable {
         public var maximum: Duration = .seconds(3_600)
         /// Up to this fraction is added to the hint, so clients that were told the same moment
         /// do not all come back in it. Never subtracted.
-        public var jitter: Double = 0.1
+        public var jitter: Double = 0.5
 
-        public init(minimum: Duration = .seconds(1), maximum: Duration = .seconds(3_600), jitter: Double = 0.1) {
+        public init(minimum: Duration = .seconds(1), maximum: Duration = .seconds(3_600), jitter: Double = 0.5) {
             self.minimum = minimum
             self.maximum = maximum
             self.jitter = jitter
@@ -140,32 +143,72 @@ public struct ErrorBusConfiguration: Sendable {
         }
     }
 
-    /// How parked jobs are released.
+    /// The adaptive concurrency limit each scope gets (``ConcurrencyLimit``).
+    ///
+    /// The defaults suit a fleet: every host starts slow after an incident, so a recovered API
+    /// sees the fleet's load ramp up over a few round trips, and each host halves its share
+    /// when the API sheds load or slows down. On a healthy API the limit reaches ``maximum``
+    /// within `log2(maximum)` round trips.
+    public struct Concurrency: Sendable, Equatable {
+        /// The most jobs of one scope at once, 1 or more. Default 16.
+        public var maximum: Int
+        /// Where a slow start begins (at the start, and when an incident's cause is gone).
+        /// Default 1; ``maximum`` turns adaptation off.
+        public var initial: Int
+        /// The factor a decrease multiplies the limit by, above 0 and below 1. Default 0.5.
+        public var decrease: Double
+        /// A round trip whose mean latency exceeds this times the baseline counts as
+        /// back-pressure, 1 or more. Default 2.
+        public var latencyTolerance: Double
+        /// The weight of each round trip's mean latency in the baseline, above 0 and at most 1.
+        /// Default 0.1.
+        public var baselineWeight: Double
+
+        public init(maximum: Int = 16, initial: Int = 1, decrease: Double = 0.5, latencyTolerance: Double = 2, baselineWeight: Double = 0.1) {
+            self.maximum = max(1, maximum)
+            self.initial = min(max(1, initial), self.maximum)
+            self.decrease = min(max(decrease, 0.01), 0.99)
+            self.latencyTolerance = max(1, latencyTolerance)
+            self.baselineWeight = min(max(baselineWeight, 0.001), 1)
+        }
+
+        /// A limit that does not adapt: always `maximum`.
+        public static func fixed(_ maximum: Int) -> Concurrency {
+            Concurrency(maximum: maximum, initial: maximum)
+        }
+
+        /// Whether the limit adapts at all.
+        public var isAdaptive: Bool { initial < maximum }
+    }
+
+    /// How parked jobs are released (each takes a slot of its scope's ``Concurrency`` limit).
     public struct Release: Sendable, Equatable {
-        /// At most this many released jobs run at once.
-        public var concurrency = 16
         /// Each released job starts after a random delay of up to this, so a recovery is not a
         /// stampede. The delays are taken one after another, so they also bound the release
         /// rate: about 2 / `spread` jobs a second (1 ms: ~2,000/s at most; the 10 ms this was
         /// took 4.7 s to release 776 parked uploads after an outage, scripts/bench-outages).
         public var spread: Duration = .milliseconds(1)
 
-        public init(concurrency: Int = 16, spread: Duration = .milliseconds(1)) {
-            self.concurrency = concurrency
+        public init(spread: Duration = .milliseconds(1)) {
             self.spread = spread
         }
     }
 
     /// The retry budget (a token bucket).
+    ///
+    /// The defaults suit a fleet: in an outage of any length a host sends at most `capacity`
+    /// canaries at the back-off's pace, then `floorPerMinute` (one every 6.7 s), so that over
+    /// five minutes it averages under one request per 5 s (`scripts/bench-fleet`), and a
+    /// 30-second outage is still noticed within seconds.
     public struct RetryBudget: Sendable, Equatable {
         /// Tokens each success adds: retries may add at most this fraction of successes.
         public var successRatio: Double = 0.1
         /// Tokens time adds each minute, so recovery stays possible when nothing succeeds.
-        public var floorPerMinute: Double = 10
-        /// The most tokens the bucket holds.
-        public var capacity: Double = 100
+        public var floorPerMinute: Double = 9
+        /// The most tokens the bucket holds: the longest burst of retries.
+        public var capacity: Double = 10
 
-        public init(successRatio: Double = 0.1, floorPerMinute: Double = 10, capacity: Double = 100) {
+        public init(successRatio: Double = 0.1, floorPerMinute: Double = 9, capacity: Double = 10) {
             self.successRatio = successRatio
             self.floorPerMinute = floorPerMinute
             self.capacity = capacity

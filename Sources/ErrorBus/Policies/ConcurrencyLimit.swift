@@ -6,41 +6,23 @@
 ///   (doubling every round trip) up to the slow-start threshold, the full
 ///   ``Configuration/maximum`` at first.
 /// - **Additive increase**: past the threshold it grows by `1 / limit` per success (one per round
-///   trip) while answers stay fast.
+///   trip).
 /// - **Multiplicative decrease**: back-pressure (a `429`, a `503`, a timeout: the caller says
-///   which failures are) or a latency above ``Configuration/latencyTolerance`` times the recent
-///   baseline multiplies the limit by ``Configuration/decrease``, at most once per baseline round
-///   trip, and the threshold drops to the new limit.
+///   which failures are) multiplies the limit by ``Configuration/decrease``, at most once per
+///   round trip, and the threshold drops to the new limit. So does a round trip whose answers
+///   were slow: latencies are averaged over windows of one baseline round trip, and a window
+///   whose mean exceeds both ``Configuration/latencyTolerance`` times the baseline and the
+///   baseline plus four mean deviations counts as back-pressure. A single slow answer does not
+///   (loopback and busy hosts have those); a server's queue filling up does.
 /// - **No increase while held**: while an incident holds the scope, successes do not raise it.
-///   When the incident resolves, the limit starts slow again from ``Configuration/initial``, up
-///   to the threshold it had: a fleet whose API came back ramps up instead of arriving at full
-///   speed on every host at once.
+///   When the incident's cause is gone, the limit starts slow again from
+///   ``Configuration/initial``, up to the threshold it had: a fleet whose API came back ramps up
+///   instead of arriving at full speed on every host at once.
 ///
-/// The limit never leaves `1...maximum`. A pure value: the bus keeps one per scope and feeds it.
+/// The limit never leaves `1...maximum`. A pure value: the bus keeps one per scope and feeds it;
+/// a simulation can drive it on a clock of its own.
 public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable where Instant.Duration == Duration {
-    /// The limiter's parameters.
-    public struct Configuration: Sendable, Equatable {
-        /// The most jobs of one scope at once (the configured concurrency).
-        public var maximum: Int
-        /// Where a slow start begins. Default 1.
-        public var initial: Int
-        /// The factor a decrease multiplies the limit by, above 0 and below 1. Default 0.5.
-        public var decrease: Double
-        /// A success slower than this times the baseline latency counts as back-pressure.
-        /// Default 2.
-        public var latencyTolerance: Double
-        /// The weight of each new latency in the baseline (an exponentially weighted average of
-        /// the latencies of fast answers), above 0 and at most 1. Default 0.05.
-        public var baselineWeight: Double
-
-        public init(maximum: Int, initial: Int = 1, decrease: Double = 0.5, latencyTolerance: Double = 2, baselineWeight: Double = 0.05) {
-            self.maximum = max(1, maximum)
-            self.initial = min(max(1, initial), self.maximum)
-            self.decrease = decrease
-            self.latencyTolerance = latencyTolerance
-            self.baselineWeight = baselineWeight
-        }
-    }
+    public typealias Configuration = ErrorBusConfiguration.Concurrency
 
     /// What became of a job that held a slot.
     public enum Outcome: Sendable, Equatable {
@@ -60,11 +42,13 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     public private(set) var slowStartThreshold: Double
     /// Jobs holding a slot.
     public private(set) var inFlight = 0
-    /// The baseline latency: an exponentially weighted average of the latencies of answers that
-    /// came back within the tolerance.
+    /// The baseline latency: an exponentially weighted average of the round trips' mean latencies.
     public private(set) var baseline: Duration?
-    /// Whether an incident holds the scope: no increase until it resolves.
+    /// The baseline's mean deviation, weighted the same way.
+    public private(set) var deviation: Duration = .zero
+    /// Whether an incident holds the scope: no increase until its cause is gone.
     public private(set) var isHeld = false
+    private var window: Window?
     private var lastDecrease: Instant?
 
     public init(_ configuration: Configuration) {
@@ -76,9 +60,12 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     /// How many jobs may hold a slot at once now.
     public var permits: Int { max(1, Int(limit)) }
 
+    /// Whether a slot is free.
+    public var hasFreeSlot: Bool { inFlight < permits }
+
     /// Takes a slot if one is free.
     public mutating func acquire() -> Bool {
-        guard inFlight < permits else { return false }
+        guard hasFreeSlot else { return false }
         inFlight += 1
         return true
     }
@@ -92,14 +79,12 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         case .backPressure:
             decrease(at: now)
         case .success(let latency):
-            if let baseline, latency > baseline * configuration.latencyTolerance {
-                decrease(at: now)
-                return
+            // Only a fast answer says there is room for more.
+            if !isHeld, latency <= latencyThreshold {
+                limit += limit < slowStartThreshold ? 1 : 1 / limit
+                limit = min(limit, Double(configuration.maximum))
             }
-            baseline = baseline.map { $0 + (latency - $0) * configuration.baselineWeight } ?? latency
-            guard !isHeld else { return }
-            limit += limit < slowStartThreshold ? 1 : 1 / limit
-            limit = min(limit, Double(configuration.maximum))
+            observe(latency, at: now)
         }
     }
 
@@ -108,12 +93,58 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         isHeld = true
     }
 
-    /// The incident that held the scope resolved: start slow again, up to the threshold.
+    /// The cause of the incident that held the scope is gone: start slow again, up to the
+    /// threshold.
     public mutating func resume() {
         guard isHeld else { return }
         isHeld = false
         slowStartThreshold = max(slowStartThreshold, limit)
         limit = Double(configuration.initial)
+        window = nil
+    }
+
+    /// Adds a latency to the current round trip's window; judges the window once it spans a
+    /// baseline round trip.
+    private mutating func observe(_ latency: Duration, at now: Instant) {
+        guard let baseline else {
+            baseline = latency
+            return
+        }
+        var window = self.window ?? Window(start: now)
+        window.total += latency
+        window.count += 1
+        guard window.start.duration(to: now) >= baseline else {
+            self.window = window
+            return
+        }
+        self.window = nil
+        let mean = window.total / window.count
+        let congested = mean > latencyThreshold
+        if congested { decrease(at: now) }
+        // The baseline is the scope's latency unloaded: a faster round trip pulls it down
+        // quickly, a congested one lifts it only slowly (so a queue that stays full keeps
+        // counting as one), any other at the usual weight (so a scope that really became
+        // slower becomes the new normal).
+        // The deviation is the scope's noise, counted up to the baseline itself: a queue that
+        // stays full must not pass for noise.
+        let weight = configuration.baselineWeight * (mean < baseline ? 4 : congested ? 0.1 : 1)
+        let difference = min(mean > baseline ? mean - baseline : baseline - mean, baseline)
+        deviation += (difference - deviation) * configuration.baselineWeight
+        self.baseline = baseline + (mean - baseline) * min(1, weight)
+    }
+
+    /// Above this a latency is slow: the tolerance times the baseline, or the baseline plus four
+    /// of its mean deviations when it varies that much; no bound before there is a baseline.
+    private var latencyThreshold: Duration {
+        guard let baseline else { return .seconds(Int64.max) }
+        return max(baseline * configuration.latencyTolerance, baseline + deviation * 4)
+    }
+
+    /// The answers of the round trip under way.
+    private struct Window: Sendable, Equatable {
+        var start: Instant
+        var total = Duration.zero
+        var count = 0
     }
 
     private mutating func decrease(at now: Instant) {

@@ -2,8 +2,8 @@
 ///
 /// Plain values, generic over the clock's instants, no side effects: every input returns the action the bus
 /// must carry out, so tests drive each policy with a manual clock and a seeded random source.
-enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
-    typealias Action = PolicyAction<Instant>
+package enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+    package typealias Action = PolicyAction<Instant>
 
     case transient(TransientPolicy<Instant>)
     case rateLimited(RateLimitPolicy<Instant>)
@@ -15,7 +15,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
     /// `fatal`: the service is paused; with a probe, it resumes by itself once the probe passes.
     case paused(ReachabilityGate<Instant>?)
 
-    init(for failure: Failure, configuration: ErrorBusConfiguration, canProbe: Bool) {
+    package init(for failure: Failure, configuration: ErrorBusConfiguration, canProbe: Bool) {
         switch failure.category {
         case .transient:
             self = .transient(TransientPolicy(configuration.backoff))
@@ -33,7 +33,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
     }
 
     /// The incident just opened with `failure`.
-    mutating func start(
+    package mutating func start(
         with failure: Failure,
         at now: Instant,
         using random: inout some RandomNumberGenerator
@@ -62,7 +62,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
 
     /// Another failure with the same fingerprint joined while the incident waits. Returns a new
     /// action only when the schedule changes.
-    mutating func joined(
+    package mutating func joined(
         by failure: Failure,
         at now: Instant,
         using random: inout some RandomNumberGenerator
@@ -79,7 +79,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
     }
 
     /// A step (canary, probe, re-authentication) finished.
-    mutating func stepFinished(
+    package mutating func stepFinished(
         _ result: StepResult,
         at now: Instant,
         using random: inout some RandomNumberGenerator
@@ -108,7 +108,7 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
     }
 
     /// A released job met the same cause again: release stops, the policy starts over.
-    mutating func releaseInterrupted(
+    package mutating func releaseInterrupted(
         by failure: Failure,
         at now: Instant,
         using random: inout some RandomNumberGenerator
@@ -121,6 +121,15 @@ enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration 
             let hint = failure.category.retryAfter
             return stepFinished(.failed(reason: failure.cause, retryAfter: hint), at: now, using: &random)
         }
+    }
+
+    /// Whether the next canary draws on the retry budget: all do but one the server scheduled
+    /// itself with `Retry-After` (or a rate limit's reset). The budget bounds the retries the
+    /// client decides on; a server's hint is its own pacing, and a fleet shed by a server that
+    /// has room a second later must not wait for tokens that successes have not refilled yet.
+    package var canaryDrawsOnBudget: Bool {
+        if case .rateLimited(let policy) = self, policy.waitsForHint { return false }
+        return true
     }
 
     /// The host's network configuration changed. Returns an action only for policies that probe.

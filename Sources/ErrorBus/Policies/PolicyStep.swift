@@ -13,7 +13,7 @@ public enum PolicyStep: String, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What the bus must do next for an incident, as decided by its policy.
-enum PolicyAction<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package enum PolicyAction<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     /// Nothing until `instant`, then take `step`.
     case wait(until: Instant, then: PolicyStep)
     /// Take `step` now.
@@ -27,7 +27,7 @@ enum PolicyAction<Instant: InstantProtocol>: Equatable where Instant.Duration ==
 }
 
 /// How a policy step ended.
-enum StepResult: Equatable {
+package enum StepResult: Equatable {
     case succeeded
     /// The step met the incident's cause again; `retryAfter` is the server's new hint, if any.
     case failed(reason: String, retryAfter: Duration?)

@@ -1,12 +1,14 @@
 /// `rateLimited`: wait exactly what the server asked (clamped, plus a little jitter), then send one
 /// canary. Without a hint, back off as for `transient`.
-struct RateLimitPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package struct RateLimitPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     typealias Action = PolicyAction<Instant>
 
     let configuration: ErrorBusConfiguration.RateLimit
     private(set) var backoff: Backoff
     /// When the canary is due.
     private(set) var deadline: Instant?
+    /// Whether that is when the server said to come back (not a back-off of our own).
+    private(set) var waitsForHint = false
 
     init(_ configuration: ErrorBusConfiguration.RateLimit, backoff: ErrorBusConfiguration.Backoff) {
         self.configuration = configuration
@@ -24,6 +26,7 @@ struct RateLimitPolicy<Instant: InstantProtocol>: Equatable where Instant.Durati
         using random: inout some RandomNumberGenerator
     ) -> Action {
         let delay: Duration
+        waitsForHint = hint != nil
         if let hint {
             // Jitter only ever adds: nothing may reach the server before its hint has passed.
             let jitter = Double.random(in: 0...configuration.jitter, using: &random)

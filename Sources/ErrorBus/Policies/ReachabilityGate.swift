@@ -7,7 +7,7 @@
 /// nothing to probe, so its interval stops growing at
 /// ``ErrorBusConfiguration/Reachability/localMaximumInterval``: the host notices at once that the
 /// portal let it through.
-struct ReachabilityGate<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package struct ReachabilityGate<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     typealias Action = PolicyAction<Instant>
 
     let configuration: ErrorBusConfiguration.Reachability

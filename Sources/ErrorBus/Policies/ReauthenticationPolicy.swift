@@ -1,6 +1,6 @@
 /// `unauthenticated`: sign in again once for the whole realm; rejected credentials wait for an
 /// operator; an authenticator that cannot be reached is tried again with back-off.
-struct ReauthenticationPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package struct ReauthenticationPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     typealias Action = PolicyAction<Instant>
 
     private(set) var backoff: Backoff

@@ -7,25 +7,25 @@
 /// attempts (canaries, `retry` evaluations) costs one token. So retries can never add more than a
 /// fixed fraction of recent successes, plus a small floor that keeps recovery possible when
 /// nothing succeeds.
-struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     let configuration: ErrorBusConfiguration.RetryBudget
-    private(set) var tokens: Double
+    package private(set) var tokens: Double
     private var refilledAt: Instant
 
-    init(_ configuration: ErrorBusConfiguration.RetryBudget, at now: Instant) {
+    package init(_ configuration: ErrorBusConfiguration.RetryBudget, at now: Instant) {
         self.configuration = configuration
         self.tokens = min(configuration.capacity, configuration.floorPerMinute)
         self.refilledAt = now
     }
 
     /// Credits successful operations.
-    mutating func deposit(successes: Int) {
+    package mutating func deposit(successes: Int) {
         guard successes > 0 else { return }
         tokens = min(configuration.capacity, tokens + configuration.successRatio * Double(successes))
     }
 
     /// Takes one token for a retry, if there is one.
-    mutating func withdraw(at now: Instant) -> Bool {
+    package mutating func withdraw(at now: Instant) -> Bool {
         refill(at: now)
         // At the instant `nextToken(after:)` named, the refill can fall short of a whole token by
         // a rounding error; a timer set for that instant must find its token there.
@@ -38,7 +38,7 @@ struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Duration =
     private static var rounding: Double { 1e-9 }
 
     /// When the floor refill alone will have produced a whole token.
-    func nextToken(after now: Instant) -> Instant {
+    package func nextToken(after now: Instant) -> Instant {
         let missing = max(0, 1 - tokens)
         let perSecond = configuration.floorPerMinute / 60
         return now.advanced(by: .seconds(missing / perSecond))

@@ -1,5 +1,5 @@
 /// `transient`: incident-level exponential back-off with full jitter, one canary per step.
-struct TransientPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
+package struct TransientPolicy<Instant: InstantProtocol>: Equatable where Instant.Duration == Duration {
     typealias Action = PolicyAction<Instant>
 
     private(set) var backoff: Backoff

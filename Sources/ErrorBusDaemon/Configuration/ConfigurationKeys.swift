@@ -63,7 +63,10 @@ enum ConfigurationKeys {
         ("bus.reachability.maximum-interval", .value),
         ("bus.reachability.local-maximum-interval", .value),
         ("bus.reachability.network-change-spread", .value),
-        ("bus.release.concurrency", .value),
+        ("bus.concurrency.maximum", .value),
+        ("bus.concurrency.initial", .value),
+        ("bus.concurrency.decrease", .value),
+        ("bus.concurrency.latency-tolerance", .value),
         ("bus.release.spread", .value),
         ("bus.retry-budget.success-ratio", .value),
         ("bus.retry-budget.floor-per-minute", .value),
@@ -80,7 +83,11 @@ enum ConfigurationKeys {
         "auth.client-secret": """
             the client secret is never read from the configuration; put it in a file readable only by \
             errorbusd and set auth.client-secret-file, or pass it with systemd's LoadCredential=client-secret:PATH
-            """
+            """,
+        "bus.release.concurrency": """
+            replaced by bus.concurrency.maximum, which bounds the uploads under way to one API, first \
+            runs and released jobs together; the number in flight adapts below it
+            """,
     ]
 
     /// The shape of each key.

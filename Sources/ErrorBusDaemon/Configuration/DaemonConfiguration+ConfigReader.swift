@@ -100,7 +100,14 @@ extension DaemonConfiguration {
             .atLeast(.zero)
         )
 
-        bus.release.concurrency = try settings.int("bus.release.concurrency", default: bus.release.concurrency, .between(1, 65_536))
+        let concurrency = bus.concurrency
+        let maximum = try settings.int("bus.concurrency.maximum", default: concurrency.maximum, .between(1, 65_536))
+        bus.concurrency = ErrorBusConfiguration.Concurrency(
+            maximum: maximum,
+            initial: try settings.int("bus.concurrency.initial", default: concurrency.initial, .between(1, maximum)),
+            decrease: try settings.double("bus.concurrency.decrease", default: concurrency.decrease, .between(0.01, 0.99)),
+            latencyTolerance: try settings.double("bus.concurrency.latency-tolerance", default: concurrency.latencyTolerance, .between(1, 100))
+        )
         bus.release.spread = try settings.duration("bus.release.spread", default: bus.release.spread, .atLeast(.zero))
 
         let budget = bus.retryBudget

@@ -67,7 +67,7 @@ actor SyncService: Service {
     /// The service errorbusd runs: real uploads over `http`, on the continuous clock.
     init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
         self.init(settings: settings, store: store, bus: bus, clock: ContinuousClock(), logger: logger) { settings in
-            Uploader(http: http, auth: auth, settings: settings)
+            Uploader(http: http, auth: auth, bus: bus, settings: settings)
         }
     }
 

@@ -19,17 +19,23 @@ protocol Uploading: Sendable {
 
 /// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
 /// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
-/// thrown, categorised, for the bus.
+/// thrown, categorised, for the bus. A success whose rate-limit fields say the quota is spent
+/// (`RateLimit: …;r=0;t=30`, `X-RateLimit-Remaining: 0`) has the bus pace the API's scope until
+/// the reset, so the next upload does not meet a `429`.
 final class Uploader: Uploading {
     let http: HTTPClient
     let auth: AuthService
+    let bus: ErrorBus
     let itemsURL: String
+    let scope: String
     let requestTimeout: Duration
 
-    init(http: HTTPClient, auth: AuthService, settings: SyncService.Settings) {
+    init(http: HTTPClient, auth: AuthService, bus: ErrorBus, settings: SyncService.Settings) {
         self.http = http
         self.auth = auth
+        self.bus = bus
         self.itemsURL = settings.itemsURL
+        self.scope = settings.host
         self.requestTimeout = settings.requestTimeout
     }
 
@@ -94,6 +100,9 @@ final class Uploader: Uploading {
         }
         guard response.status == .created || response.status == .ok else {
             throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
+        }
+        if let pause = RateLimitFields(headers: response.headers)?.pause {
+            bus.pace(scope: scope, for: pause)
         }
         // Only the API's receipt for this item says that the API has it. A 2xx with anything
         // else (a captive portal's or a proxy's page) is no delivery: taking it for one would

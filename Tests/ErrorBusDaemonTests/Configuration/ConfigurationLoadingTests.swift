@@ -90,7 +90,8 @@ import Testing
                   backoff: {base: 2s, factor: 3, cap: 10m}
                   rate-limit: {minimum: 0, maximum: 2h, jitter: 0.25}
                   reachability: {initial-interval: 500ms, factor: 1.5, maximum-interval: 1m}
-                  release: {concurrency: 4, spread: 1s}
+                  concurrency: {maximum: 4, initial: 2, decrease: 0.7, latency-tolerance: 3}
+                  release: {spread: 1s}
                   retry-budget: {success-ratio: 0.2, floor-per-minute: 0.5, capacity: 50}
                   max-parked-jobs: 1_000
                   dead-letter-grouping-window: 5m
@@ -136,7 +137,8 @@ import Testing
                 configuration.bus.reachability
                     == .init(initialInterval: .milliseconds(500), factor: 1.5, maximumInterval: .seconds(60))
             )
-            #expect(configuration.bus.release == .init(concurrency: 4, spread: .seconds(1)))
+            #expect(configuration.bus.concurrency == .init(maximum: 4, initial: 2, decrease: 0.7, latencyTolerance: 3))
+            #expect(configuration.bus.release == .init(spread: .seconds(1)))
             #expect(configuration.bus.retryBudget == .init(successRatio: 0.2, floorPerMinute: 0.5, capacity: 50))
             #expect(configuration.bus.maxParkedJobs == 1_000)
             #expect(configuration.bus.deadLetterGroupingWindow == .seconds(300))

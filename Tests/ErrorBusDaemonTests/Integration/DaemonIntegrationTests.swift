@@ -222,7 +222,8 @@ struct DaemonIntegrationTests {
     @Test func sigtermMidUploadThenRestartDeliversEverything() async throws {
         let scratch = try ScratchDirectory("sigterm")
         let sandbox = try await SandboxProcess(in: scratch)
-        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        // Every upload in flight at once, without a slow start, when the signal comes.
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: ["ERRORBUSD_BUS_CONCURRENCY_INITIAL": "16"])
         try await daemon.start()
         // Slow answers keep uploads in flight when the signal comes.
         try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":1500}"#)
@@ -281,7 +282,12 @@ struct DaemonIntegrationTests {
     @Test func uploadsCutOffByTheDrainTimeoutAreToldAtStopNotAgainAtStart() async throws {
         let scratch = try ScratchDirectory("drain")
         let sandbox = try await SandboxProcess(in: scratch)
-        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: ["ERRORBUSD_SHUTDOWN_DRAIN_TIMEOUT": "200ms"])
+        // All five under way at once, without a slow start.
+        let daemon = try DaemonProcess(
+            in: scratch,
+            sandbox: sandbox,
+            environment: ["ERRORBUSD_SHUTDOWN_DRAIN_TIMEOUT": "200ms", "ERRORBUSD_BUS_CONCURRENCY_INITIAL": "16"]
+        )
         try await daemon.start()
         // Slower than the drain timeout, quicker than the request timeout (5 s).
         try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":4000}"#)

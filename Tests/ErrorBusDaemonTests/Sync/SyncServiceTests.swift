@@ -128,6 +128,9 @@ struct SyncHarness {
             let logger = Logger(label: "sync-tests") { _ in SwiftLogNoOpLogHandler() }
             var configuration = ErrorBusConfiguration()
             configuration.maxParkedJobs = maxParkedJobs
+            // The dispatcher's own bound is what these tests look at: the bus lets every upload
+            // it starts run at once.
+            configuration.concurrency = .fixed(max(concurrency, 1))
             // The bus's policies wait on a clock of their own, which these tests never move.
             let bus = ErrorBus(configuration: configuration, clock: ManualClock(), logger: logger)
             let clock = ManualClock()
