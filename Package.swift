@@ -329,6 +329,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // `errorbus-fleet-sim`: a fleet of hosts on a virtual clock driving ErrorBus's policy
+        // state machines (package access) against a modelled API; scripts/bench-fleet runs it.
+        .executableTarget(
+            name: "errorbus-fleet-sim",
+            dependencies: [
+                "ErrorBus",
+                "ErrorBusTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
         // `errorbus-sandbox`: @main only.
         .executableTarget(
             name: "errorbus-sandbox",
