@@ -310,9 +310,12 @@ final class Simulation {
             let outcome: ConcurrencyLimit<Instant>.Outcome =
                 switch answer {
                 case .stored(let latency): .success(latency: latency)
-                case .shed, .reset: .backPressure
+                case .shed: .overloaded
+                case .reset: .backPressure
                 }
             hosts[host].limit.release(outcome, at: now)
+        } else if case .stored(let latency) = answer {
+            hosts[host].limit.calibrate(latency)
         }
         if purpose == .first { hosts[host].firstRuns -= 1 }
         if purpose == .released { hosts[host].incident?.releasing -= 1 }

@@ -118,6 +118,64 @@ struct ConcurrencyLimitTests {
         #expect(limit.permits == 16)
     }
 
+    @Test func anOverloadedScopesLatencyBecomesACeilingForAWhile() {
+        // A host that came to a loaded scope: its baseline is the queue's 200 ms.
+        let queued = Duration.milliseconds(200)
+        var limit = Limit(.init(maximum: 16, initial: 16))
+        var now = roundTrips(&limit, 3, latency: queued, from: .seconds(1))
+        #expect(limit.permits == 16)
+        // The server sheds: the latency it answered with is a congested one from now on.
+        let acquired = limit.acquire()
+        #expect(acquired)
+        limit.release(.overloaded, at: ManualClock.Instant(offset: now))
+        #expect(limit.permits == 8)
+        #expect(limit.ceiling == queued)
+        now = roundTrips(&limit, 5, latency: queued, from: now + .seconds(1))
+        #expect(limit.permits == 1)
+        // Faster answers (the queue drained) grow it again.
+        now = roundTrips(&limit, 3, latency: .milliseconds(150), from: now)
+        let drained = limit.limit
+        #expect(drained > 2)
+        // Round trips on, the scope has not pushed back: the ceiling is forgotten, and 200 ms
+        // is slow only if it is slow for the baseline.
+        now = roundTrips(&limit, Limit.ceilingRoundTrips, latency: .milliseconds(150), from: now)
+        #expect(limit.ceiling == nil)
+        #expect(limit.permits == 16)
+        _ = roundTrips(&limit, 3, latency: queued, from: now)
+        #expect(limit.permits == 16)
+    }
+
+    @Test func otherBackPressureLeavesNoCeiling() {
+        var limit = Limit(.init(maximum: 16, initial: 16))
+        _ = roundTrips(&limit, 3, latency: fast, from: .seconds(1))
+        run(&limit, 1, .backPressure, at: .seconds(5))
+        #expect(limit.ceiling == nil)
+        #expect(limit.permits == 8)
+    }
+
+    @Test func aFixedLimitNeverMoves() {
+        var limit = Limit(.fixed(16))
+        _ = roundTrips(&limit, 3, latency: fast, from: .seconds(1))
+        run(&limit, 1, .overloaded, at: .seconds(5))
+        _ = roundTrips(&limit, 3, latency: fast * 10, from: .seconds(6))
+        #expect(limit.permits == 16)
+    }
+
+    @Test func aCanaryCalibratesTheBaselineWithoutMovingTheLimit() {
+        var limit = Limit(.init(maximum: 16, initial: 2))
+        limit.calibrate(.milliseconds(50))
+        #expect(limit.baseline == .milliseconds(50))
+        #expect(limit.permits == 2)
+        // Loaded answers do not lift it; a slower canary does not either; a faster one lowers it.
+        limit.calibrate(.milliseconds(300))
+        #expect(limit.baseline == .milliseconds(50))
+        limit.calibrate(.milliseconds(10))
+        #expect(limit.baseline! < .milliseconds(50))
+        // With it, a round trip at the queue's 250 ms is congested, not the norm.
+        _ = roundTrips(&limit, 1, latency: .milliseconds(250), from: .seconds(1))
+        #expect(limit.permits == 1)
+    }
+
     @Test func otherFailuresSayNothingAboutLoad() {
         var limit = Limit(.init(maximum: 16, initial: 4))
         run(&limit, 10, .other)

@@ -73,6 +73,11 @@ struct Admission: Sendable {
         return admitWaiting(scope, at: now)
     }
 
+    /// Teaches a scope's limit the latency of a run that held no slot (a canary).
+    mutating func calibrate(_ scope: String, with latency: Duration) {
+        withScope(scope) { $0.limit.calibrate(latency) }
+    }
+
     /// Hands free slots of a scope to the runs waiting for them, oldest first; a run that
     /// something holds back now is told to ask the bus instead.
     mutating func admitWaiting(_ scope: String, at now: TimelineInstant) -> [(Waiter, SlotGrant)] {

@@ -208,9 +208,12 @@ extension ErrorBus {
             let started = clock.now()
             do {
                 try await command.operation()
+                let now = clock.now()
+                let latency = started.duration(to: now)
                 if takesSlot {
-                    let now = clock.now()
-                    releaseSlot(command.job.scope, .success(latency: started.duration(to: now)), at: now)
+                    releaseSlot(command.job.scope, .success(latency: latency), at: now)
+                } else {
+                    admission.withLock { $0.calibrate(command.job.scope, with: latency) }
                 }
                 pendingSuccesses.add(1, ordering: .relaxed)
                 return .completed
@@ -262,11 +265,13 @@ extension ErrorBus {
         for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
     }
 
-    /// What a failure says of its scope's load: a server that asked to slow down or failed in a
-    /// way that passes (a 5xx, a timeout, a reset) pushes back; anything else says nothing.
+    /// What a failure says of its scope's load: a server that asked to slow down is overloaded,
+    /// one that failed in a way that passes (a 5xx, a timeout, a reset) pushes back; anything
+    /// else says nothing.
     nonisolated static func load(signalledBy error: any Error) -> ConcurrencyLimit<TimelineInstant>.Outcome {
         switch (error as? any CategorizedError)?.category {
-        case .rateLimited, .transient: .backPressure
+        case .rateLimited: .overloaded
+        case .transient: .backPressure
         default: .other
         }
     }

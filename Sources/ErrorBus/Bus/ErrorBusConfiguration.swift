@@ -153,9 +153,10 @@ public struct ErrorBusConfiguration: Sendable {
         /// The most jobs of one scope at once, 1 or more. Default 16.
         public var maximum: Int
         /// Where a slow start begins (at the start, and when an incident's cause is gone).
-        /// Default 1; ``maximum`` turns adaptation off.
+        /// Default 1.
         public var initial: Int
-        /// The factor a decrease multiplies the limit by, above 0 and below 1. Default 0.5.
+        /// The factor a decrease multiplies the limit by, above 0 and at most 1 (never decrease).
+        /// Default 0.5.
         public var decrease: Double
         /// A round trip whose mean latency exceeds this times the baseline counts as
         /// back-pressure, 1 or more. Default 2.
@@ -167,18 +168,15 @@ public struct ErrorBusConfiguration: Sendable {
         public init(maximum: Int = 16, initial: Int = 1, decrease: Double = 0.5, latencyTolerance: Double = 2, baselineWeight: Double = 0.1) {
             self.maximum = max(1, maximum)
             self.initial = min(max(1, initial), self.maximum)
-            self.decrease = min(max(decrease, 0.01), 0.99)
+            self.decrease = min(max(decrease, 0.01), 1)
             self.latencyTolerance = max(1, latencyTolerance)
             self.baselineWeight = min(max(baselineWeight, 0.001), 1)
         }
 
-        /// A limit that does not adapt: always `maximum`.
+        /// A limit that does not adapt: it starts at `maximum` and never decreases.
         public static func fixed(_ maximum: Int) -> Concurrency {
-            Concurrency(maximum: maximum, initial: maximum)
+            Concurrency(maximum: maximum, initial: maximum, decrease: 1)
         }
-
-        /// Whether the limit adapts at all.
-        public var isAdaptive: Bool { initial < maximum }
     }
 
     /// How parked jobs are released (each takes a slot of its scope's ``Concurrency`` limit).

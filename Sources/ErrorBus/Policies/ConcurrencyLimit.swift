@@ -14,13 +14,22 @@
 ///   whose mean exceeds both ``Configuration/latencyTolerance`` times the baseline and the
 ///   baseline plus four mean deviations counts as back-pressure. A single slow answer does not
 ///   (loopback and busy hosts have those); a server's queue filling up does.
+/// - **A ceiling learnt from the server**: when the scope says it is overloaded (a `429`, a `503`),
+///   the latency it answered with just before is a congested one, whatever the baseline says:
+///   for the next ``ceilingRoundTrips`` round trips, a window within a tenth of it counts as
+///   congested too. A fleet whose hosts came to the scope already loaded has no unloaded
+///   baseline to compare with; the server's shedding tells them where its queue is full.
+/// - **Calibrated by canaries**: a canary's latency (see ``calibrate(_:)``) sets or lowers the
+///   baseline, so that a daemon that never saw the scope unloaded does not learn a full queue as
+///   its normal.
 /// - **No increase while held**: while an incident holds the scope, successes do not raise it.
 ///   When the incident's cause is gone, the limit starts slow again from
 ///   ``Configuration/initial``, up to the threshold it had: a fleet whose API came back ramps up
 ///   instead of arriving at full speed on every host at once.
 ///
-/// The limit never leaves `1...maximum`. A pure value: the bus keeps one per scope and feeds it;
-/// a simulation can drive it on a clock of its own.
+/// The limit never leaves `1...maximum`; one that starts at its maximum and never decreases
+/// (``Configuration/fixed(_:)``) stays there. A pure value: the bus keeps one per scope and feeds
+/// it; a simulation can drive it on a clock of its own.
 public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable where Instant.Duration == Duration {
     public typealias Configuration = ErrorBusConfiguration.Concurrency
 
@@ -28,7 +37,10 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     public enum Outcome: Sendable, Equatable {
         /// It succeeded after `latency`.
         case success(latency: Duration)
-        /// The scope pushed back: too many requests, overloaded, timed out.
+        /// The scope said it is overloaded: too many requests, or unavailable for a while (a `429`,
+        /// a `503` with `Retry-After`). Back-pressure whose latency marks the scope congested.
+        case overloaded
+        /// The scope failed in a way that suggests load: a timeout, a `5xx`, a reset.
         case backPressure
         /// Another failure, which says nothing about load (a rejected payload, a refused
         /// connection that its incident handles).
@@ -50,6 +62,12 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     public private(set) var isHeld = false
     private var window: Window?
     private var lastDecrease: Instant?
+    /// The latency the scope answered with when it last said it was overloaded, for
+    /// ``ceilingRoundTrips`` round trips: answers within a tenth of it count as congested.
+    public private(set) var ceiling: Duration?
+    private var roundTripsUnderCeiling = 0
+    /// The latest latencies, averaged with a weight of a quarter.
+    private var recentLatency: Duration?
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -76,6 +94,12 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         switch outcome {
         case .other:
             return
+        case .overloaded:
+            if let recentLatency {
+                ceiling = recentLatency
+                roundTripsUnderCeiling = 0
+            }
+            decrease(at: now)
         case .backPressure:
             decrease(at: now)
         case .success(let latency):
@@ -86,6 +110,20 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
             }
             observe(latency, at: now)
         }
+    }
+
+    /// Learns from a latency measured with nothing else of the scope in flight: an incident's
+    /// canary, sent alone to a scope that just came back. It is the best sample of the unloaded
+    /// latency a daemon that starts in an outage gets: without it, its first baseline would be
+    /// whatever a fleet's recovery queues up, and a full queue would pass for normal. It sets
+    /// the baseline when there is none and pulls a higher one down; the limit does not move.
+    public mutating func calibrate(_ latency: Duration) {
+        guard let baseline else {
+            baseline = latency
+            return
+        }
+        guard latency < baseline else { return }
+        self.baseline = baseline + (latency - baseline) * min(1, configuration.baselineWeight * 4)
     }
 
     /// An incident now holds the scope: the limit stops growing.
@@ -106,6 +144,7 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     /// Adds a latency to the current round trip's window; judges the window once it spans a
     /// baseline round trip.
     private mutating func observe(_ latency: Duration, at now: Instant) {
+        recentLatency = recentLatency.map { $0 + (latency - $0) * 0.25 } ?? latency
         guard let baseline else {
             baseline = latency
             return
@@ -118,6 +157,10 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
             return
         }
         self.window = nil
+        if ceiling != nil {
+            roundTripsUnderCeiling += 1
+            if roundTripsUnderCeiling >= Self.ceilingRoundTrips { ceiling = nil }
+        }
         let mean = window.total / window.count
         let congested = mean > latencyThreshold
         if congested { decrease(at: now) }
@@ -126,7 +169,7 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         // counting as one), any other at the usual weight (so a scope that really became
         // slower becomes the new normal).
         // The deviation is the scope's noise, counted up to the baseline itself: a queue that
-        // stays full must not pass for noise.
+        // stays full must not pass for noise (and once the scope sheds, the ceiling catches it).
         let weight = configuration.baselineWeight * (mean < baseline ? 4 : congested ? 0.1 : 1)
         let difference = min(mean > baseline ? mean - baseline : baseline - mean, baseline)
         deviation += (difference - deviation) * configuration.baselineWeight
@@ -134,11 +177,18 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     }
 
     /// Above this a latency is slow: the tolerance times the baseline, or the baseline plus four
-    /// of its mean deviations when it varies that much; no bound before there is a baseline.
+    /// of its mean deviations when it varies that much, but no more than nine tenths of the
+    /// ``ceiling``; no bound before there is a baseline.
     private var latencyThreshold: Duration {
         guard let baseline else { return .seconds(Int64.max) }
-        return max(baseline * configuration.latencyTolerance, baseline + deviation * 4)
+        let threshold = max(baseline * configuration.latencyTolerance, baseline + deviation * 4)
+        guard let ceiling else { return threshold }
+        return min(threshold, ceiling * 0.9)
     }
+
+    /// How many round trips the ceiling is kept after the scope last said it was overloaded: the
+    /// scope may have become slower for good since.
+    public static var ceilingRoundTrips: Int { 100 }
 
     /// The answers of the round trip under way.
     private struct Window: Sendable, Equatable {

@@ -105,7 +105,7 @@ extension DaemonConfiguration {
         bus.concurrency = ErrorBusConfiguration.Concurrency(
             maximum: maximum,
             initial: try settings.int("bus.concurrency.initial", default: concurrency.initial, .between(1, maximum)),
-            decrease: try settings.double("bus.concurrency.decrease", default: concurrency.decrease, .between(0.01, 0.99)),
+            decrease: try settings.double("bus.concurrency.decrease", default: concurrency.decrease, .between(0.01, 1)),
             latencyTolerance: try settings.double("bus.concurrency.latency-tolerance", default: concurrency.latencyTolerance, .between(1, 100))
         )
         bus.release.spread = try settings.duration("bus.release.spread", default: bus.release.spread, .atLeast(.zero))
