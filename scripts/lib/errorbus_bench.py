@@ -41,7 +41,7 @@ class Sandbox:
 
 
 class Daemon:
-    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None):
+    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None, config=None):
         self.outbox, self.state = os.path.join(work, "outbox"), os.path.join(work, "state")
         credentials = os.path.join(work, "credentials")
         for directory in (self.outbox, self.state, credentials, os.path.join(work, "resources")):
@@ -60,7 +60,7 @@ class Daemon:
         })
         environment.update(extra_environment or {})
         self.started = time.monotonic()
-        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", os.path.join(ROOT, "etc/errorbusd/errorbusd.yaml")],
+        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", config or os.path.join(ROOT, "etc/errorbusd/errorbusd.yaml")],
                                         env=environment, stderr=subprocess.PIPE, text=True)
         self.reported = None
         for line in self.process.stderr:
