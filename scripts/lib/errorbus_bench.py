@@ -40,8 +40,16 @@ class Sandbox:
         self.process.wait()
 
 
+def tree_of(bin_dir):
+    """The source tree a bin directory was built from (the one holding Package.swift)."""
+    directory = os.path.realpath(bin_dir)
+    while not os.path.exists(os.path.join(directory, "Package.swift")) and directory != "/":
+        directory = os.path.dirname(directory)
+    return directory if directory != "/" else ROOT
+
+
 class Daemon:
-    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None, config=None):
+    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None):
         self.outbox, self.state = os.path.join(work, "outbox"), os.path.join(work, "state")
         credentials = os.path.join(work, "credentials")
         for directory in (self.outbox, self.state, credentials, os.path.join(work, "resources")):
@@ -60,7 +68,7 @@ class Daemon:
         })
         environment.update(extra_environment or {})
         self.started = time.monotonic()
-        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", config or os.path.join(ROOT, "etc/errorbusd/errorbusd.yaml")],
+        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", os.path.join(tree_of(bin_dir), "etc/errorbusd/errorbusd.yaml")],
                                         env=environment, stderr=subprocess.PIPE, text=True)
         self.reported = None
         for line in self.process.stderr:

@@ -1,6 +1,10 @@
 import AsyncHTTPClient
 import Foundation
+import ErrorBusStore
 import NIOCore
+import NIOHTTP1
+@testable import Sandbox
+import TestSupport
 import Testing
 
 /// errorbusd against an API with a capacity: beyond it, the sandbox sheds with `503` and
@@ -54,10 +58,9 @@ struct CapacityIntegrationTests {
         // Both deliver everything: shedding loses nothing.
         #expect(fixed.stored == 30 && fixed.left == 0)
         #expect(adaptive.stored == 30 && adaptive.left == 0)
-        // The API did shed (the limit is found by exceeding it) but a fraction of what a fixed
-        // concurrency has shed.
+        // The adaptive daemon is shed a fraction of what a fixed concurrency is (measured: 1
+        // against 31-38).
         #expect(fixed.shed >= 20, "the fixed daemon was shed \(fixed.shed) times")
-        #expect(adaptive.shed >= 1)
         #expect(adaptive.shed * 3 <= fixed.shed, "shed: adaptive \(adaptive.shed), fixed \(fixed.shed)")
     }
 }

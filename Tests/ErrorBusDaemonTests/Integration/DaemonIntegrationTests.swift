@@ -20,6 +20,16 @@ struct DaemonIntegrationTests {
         try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .parked, limit: 1000)) }.jobs
     }
 
+    /// Expects every one of `count` jobs to wait under incident `incident`, but for the one it may
+    /// be running as its canary (the first is due 0–1 s after it opened): the store keeps all of
+    /// them in flight.
+    static func expectParked(_ count: Int, under incident: Int, in daemon: DaemonProcess, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let parked = try await parkedJobs(of: daemon)
+        #expect((count - 1...count).contains(parked.count), "\(parked.count) parked", sourceLocation: sourceLocation)
+        #expect(Set(parked.map(\.incident)) == [incident], sourceLocation: sourceLocation)
+        #expect(try store(of: daemon).count(.inFlight) == count, sourceLocation: sourceLocation)
+    }
+
     static func content(_ number: Int) -> Data {
         Data("outbox item \(number)\n".utf8) + Data(repeating: UInt8(number % 251), count: 4096)
     }
@@ -84,12 +94,7 @@ struct DaemonIntegrationTests {
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             for number in 0..<30 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
             try await daemon.waitForLog("parked under incident 1", count: 30)
-            // Every job waits under the one incident, but for the one it may be running as its
-            // canary (the first canary is due 0–1 s after it opened): the store keeps all 30 in flight.
-            let parked = try await Self.parkedJobs(of: daemon)
-            #expect((29...30).contains(parked.count))
-            #expect(Set(parked.map(\.incident)) == [1])
-            #expect(try Self.store(of: daemon).count(.inFlight) == 30)
+            try await Self.expectParked(30, under: 1, in: daemon)
 
             try await sandbox.clearFaults()
             try await daemon.waitForLog("incident 1 recovered")
@@ -124,7 +129,7 @@ struct DaemonIntegrationTests {
         try await Self.withDaemon(beforeStart: { sandbox, _ in try await sandbox.fault(#"{"route":"token","mode":"down"}"#) }) { sandbox, daemon in
             for number in 0..<10 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
             try await daemon.waitForLog("parked under incident 1", count: 10)
-            #expect(try await Self.parkedJobs(of: daemon).count == 10)
+            try await Self.expectParked(10, under: 1, in: daemon)
 
             try await sandbox.clearFaults()
             try await daemon.waitForLog("incident 1 recovered")
@@ -201,7 +206,7 @@ struct DaemonIntegrationTests {
                 .write(toFile: daemon.configurationFile, atomically: true, encoding: .utf8)
             try daemon.signal(SIGHUP)
             try await daemon.waitForLog("configuration reloaded")
-            #expect(try await Self.parkedJobs(of: daemon).count == 10)
+            try await Self.expectParked(10, under: 1, in: daemon)
 
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
