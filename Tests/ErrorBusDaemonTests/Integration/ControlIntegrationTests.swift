@@ -354,6 +354,11 @@ struct ControlIntegrationTests {
             #expect(after.text.contains("errorbus_sync_delivered_total 4"))
             #expect(after.text.contains("errorbus_jobs_parked 0.0"))
             #expect(after.text.contains(#"errorbus_incidents_resolved_total{service="sync",category="transient"} 1"#))
+            // The API's scope, with its adaptive concurrency: nothing runs or waits now.
+            let scope = after.text.split(separator: "\n").filter { $0.hasPrefix("errorbus_concurrency_") }
+            #expect(scope.count == 3, "\(scope)")
+            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_in_flight{scope="127.0.0.1"#) && $0.hasSuffix(" 0.0") })
+            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_limit{scope="127.0.0.1"#) })
         }
     }
 
