@@ -1,8 +1,5 @@
-import AsyncHTTPClient
 import Foundation
 import ErrorBusStore
-import NIOCore
-import NIOHTTP1
 @testable import Sandbox
 import TestSupport
 import Testing
@@ -62,20 +59,5 @@ struct CapacityIntegrationTests {
         // against 31-38).
         #expect(fixed.shed >= 20, "the fixed daemon was shed \(fixed.shed) times")
         #expect(adaptive.shed * 3 <= fixed.shed, "shed: adaptive \(adaptive.shed), fixed \(fixed.shed)")
-    }
-}
-
-extension SandboxProcess {
-    /// Gives the API a capacity (`PUT /admin/capacity`).
-    func capacity(_ json: String) async throws {
-        var request = HTTPClientRequest(url: baseURL + "/admin/capacity")
-        request.method = .PUT
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(string: json))
-        let response = try await http.execute(request, timeout: .seconds(5))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        guard response.status.code < 300 else {
-            throw ChildProcessError(description: "capacity \(json) refused: \(response.status) \(String(buffer: body))")
-        }
     }
 }

@@ -63,14 +63,24 @@ final class SandboxProcess: Sendable {
 
     /// Sets a fault (the admin API's JSON).
     func fault(_ json: String) async throws {
-        var request = HTTPClientRequest(url: baseURL + "/admin/faults")
-        request.method = .POST
+        try await admin(.POST, "faults", json)
+    }
+
+    /// Gives the API a capacity (the admin API's JSON).
+    func capacity(_ json: String) async throws {
+        try await admin(.PUT, "capacity", json)
+    }
+
+    /// Sends JSON to the admin API; an answer of 300 or more is an error.
+    private func admin(_ method: HTTPMethod, _ path: String, _ json: String) async throws {
+        var request = HTTPClientRequest(url: baseURL + "/admin/" + path)
+        request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: json))
         let response = try await http.execute(request, timeout: .seconds(5))
         let body = try await response.body.collect(upTo: 1 << 20)
         guard response.status.code < 300 else {
-            throw ChildProcessError(description: "fault \(json) refused: \(response.status) \(String(buffer: body))")
+            throw ChildProcessError(description: "\(path) \(json) refused: \(response.status) \(String(buffer: body))")
         }
     }
 
