@@ -112,6 +112,41 @@ enum StoreSchema {
             )
         }
 
+        // The bytes each service has in each state beside the count (a backlog's size in bytes is
+        // one row read, as its length is), and the dead letters by when they were set aside: the
+        // retention prunes the oldest first and the health check counts the last hour's, each a
+        // walk of only the dead letters concerned. A partial index: the other jobs, all the
+        // uploads, never touch it.
+        migrator.registerMigration("5 backlog bytes, dead-letter age") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE job_count ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+                    UPDATE job_count SET bytes = (
+                        SELECT COALESCE(SUM(size), 0) FROM job WHERE job.service = job_count.service AND job.state = job_count.state
+                    );
+                    DROP TRIGGER job_count_insert;
+                    DROP TRIGGER job_count_delete;
+                    DROP TRIGGER job_count_update;
+                    CREATE TRIGGER job_count_insert AFTER INSERT ON job BEGIN
+                        INSERT INTO job_count (service, state, count, bytes) VALUES (NEW.service, NEW.state, 1, NEW.size)
+                            ON CONFLICT (service, state) DO UPDATE SET count = count + 1, bytes = bytes + NEW.size;
+                    END;
+                    CREATE TRIGGER job_count_delete AFTER DELETE ON job BEGIN
+                        UPDATE job_count SET count = count - 1, bytes = bytes - OLD.size
+                        WHERE service = OLD.service AND state = OLD.state;
+                    END;
+                    CREATE TRIGGER job_count_update AFTER UPDATE OF service, state ON job
+                    WHEN OLD.state IS NOT NEW.state OR OLD.service IS NOT NEW.service BEGIN
+                        UPDATE job_count SET count = count - 1, bytes = bytes - OLD.size
+                        WHERE service = OLD.service AND state = OLD.state;
+                        INSERT INTO job_count (service, state, count, bytes) VALUES (NEW.service, NEW.state, 1, NEW.size)
+                            ON CONFLICT (service, state) DO UPDATE SET count = count + 1, bytes = bytes + NEW.size;
+                    END;
+                    CREATE INDEX job_dead_letter_age ON job(updatedAt) WHERE state = 'deadLettered';
+                    """
+            )
+        }
+
         return migrator
     }
 }

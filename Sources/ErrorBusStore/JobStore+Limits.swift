@@ -1,0 +1,151 @@
+package import Foundation
+import GRDB
+import Logging
+
+/// The backlog, its limits, and the retention of dead letters: what errorbusd gives up on
+/// purpose, and says why.
+extension JobStore {
+    /// The jobs waiting for delivery (queued and in flight, those the bus holds included).
+    package struct Backlog: Sendable, Equatable {
+        /// How many.
+        package var jobs: Int
+        /// Their files' bytes together.
+        package var bytes: Int64
+        /// When the oldest of them was queued; `nil` when there is none.
+        package var oldest: Date?
+
+        package init(jobs: Int = 0, bytes: Int64 = 0, oldest: Date? = nil) {
+            self.jobs = jobs
+            self.bytes = bytes
+            self.oldest = oldest
+        }
+    }
+
+    /// The backlog of every service (or of one): two `job_count` rows and the first entry of each
+    /// state in the `job_state` index, however many jobs wait.
+    package func backlog(service: String? = nil) throws(StoreError) -> Backlog {
+        try read("reading the backlog") { db in
+            var countSQL = "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight')"
+            var arguments: StatementArguments = []
+            if let service {
+                countSQL += " AND service = ?"
+                arguments = [service]
+            }
+            let totals = try Row.fetchOne(db, sql: countSQL, arguments: arguments)
+            var backlog = Backlog(jobs: totals?[0] ?? 0, bytes: totals?[1] ?? 0)
+            // Rows are inserted as they are queued: the lowest seq of a state is its oldest job.
+            for state in ["queued", "inFlight"] {
+                var sql = "SELECT createdAt FROM job WHERE state = ?"
+                var arguments: StatementArguments = [state]
+                if let service {
+                    sql += " AND service = ?"
+                    _ = arguments.append(contentsOf: [service])
+                }
+                sql += " ORDER BY seq LIMIT 1"
+                if let milliseconds = try Int64.fetchOne(db, sql: sql, arguments: arguments) {
+                    let date = Date(storeMilliseconds: milliseconds)
+                    backlog.oldest = min(backlog.oldest ?? date, date)
+                }
+            }
+            return backlog
+        }
+    }
+
+    /// How many jobs were set aside as dead letters since `date` (and are still dead letters).
+    package func deadLetters(since date: Date) throws(StoreError) -> Int {
+        try read("counting recent dead letters") { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM job WHERE state = 'deadLettered' AND updatedAt >= ?",
+                arguments: [date.storeMilliseconds]
+            ) ?? 0
+        }
+    }
+
+    /// What ``pruneDeadLetters(keeping:before:)`` gave up.
+    package struct DeadLetterPrune: Sendable, Equatable {
+        /// Dead letters over the count limit, oldest first.
+        package var overCount: [OutboxJob] = []
+        /// Dead letters set aside before the age limit, oldest first.
+        package var tooOld: [OutboxJob] = []
+
+        package var all: [OutboxJob] { tooOld + overCount }
+        package var isEmpty: Bool { overCount.isEmpty && tooOld.isEmpty }
+    }
+
+    /// Gives up the oldest dead letters (by when they were set aside) beyond `maxCount`, and
+    /// those set aside before `date`, in one transaction: they become `discarded` with the reason,
+    /// and are returned so that their files can be removed.
+    package func pruneDeadLetters(keeping maxCount: Int, before date: Date?) throws(StoreError) -> DeadLetterPrune {
+        let now = Date.storeNow()
+        let prune = try write("pruning dead letters") { db in
+            var prune = DeadLetterPrune()
+            let discard = try db.cachedStatement(sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE seq = ?")
+            func give(_ rows: [Row], reason: String) throws -> [OutboxJob] {
+                try rows.map { row in
+                    var job = try OutboxJob(row: row)
+                    try discard.execute(arguments: [reason, now.storeMilliseconds, row["seq"] as Int64])
+                    job.state = .discarded
+                    job.reason = reason
+                    job.updatedAt = now
+                    return job
+                }
+            }
+            if let date {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT * FROM job WHERE state = 'deadLettered' AND updatedAt < ? ORDER BY updatedAt",
+                    arguments: [date.storeMilliseconds]
+                )
+                prune.tooOld = try give(rows, reason: "pruned: a dead letter for longer than sync.dead-letters.max-age")
+            }
+            let count = try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(count), 0) FROM job_count WHERE state = 'deadLettered'") ?? 0
+            if count > maxCount {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: "SELECT * FROM job WHERE state = 'deadLettered' ORDER BY updatedAt LIMIT ?",
+                    arguments: [count - maxCount]
+                )
+                prune.overCount = try give(rows, reason: "pruned: more than sync.dead-letters.max-count (\(maxCount)) dead letters")
+            }
+            return prune
+        }
+        return prune
+    }
+
+    /// Sets aside the oldest queued jobs (not those in flight: the bus runs or holds them) until
+    /// the backlog fits `maxBytes` and `maxJobs`, as dead letters with `reason`, in one
+    /// transaction. Returns them, oldest first.
+    package func dropOldestQueued(maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
+        guard maxBytes != nil || maxJobs != nil else { return [] }
+        let now = Date.storeNow()
+        return try write("dropping the oldest queued jobs") { db in
+            let totals = try Row.fetchOne(
+                db,
+                sql: "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight')"
+            )
+            var jobs: Int = totals?[0] ?? 0
+            var bytes: Int64 = totals?[1] ?? 0
+            func over() -> Bool { jobs > (maxJobs ?? .max) || bytes > (maxBytes ?? .max) }
+            guard over() else { return [] }
+            let oldest = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
+            var dropped: [OutboxJob] = []
+            while over(), let row = try oldest.next() {
+                var job = try OutboxJob(row: row)
+                job.state = .deadLettered
+                job.reason = reason
+                job.updatedAt = now
+                dropped.append(job)
+                jobs -= 1
+                bytes -= job.size
+            }
+            let mark = try db.cachedStatement(
+                sql: "UPDATE job SET state = 'deadLettered', reason = ?, incident = NULL, updatedAt = ? WHERE id = ? AND state = 'queued'"
+            )
+            for job in dropped {
+                try mark.execute(arguments: [reason, now.storeMilliseconds, job.id])
+            }
+            return dropped
+        }
+    }
+}
