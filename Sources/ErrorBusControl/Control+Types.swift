@@ -23,11 +23,26 @@ extension Control {
         public var retryBudgetTokens: Double
         /// Outbox files errorbusd cannot read, oldest first: not uploaded until they can be.
         public var unreadableFiles: [UnreadableFile]
+        /// Whether delivery is healthy, by the thresholds of `health.*`: the verdict
+        /// `errorbusctl health` and `STATUS=` give too.
+        public var health: Health
+        /// The files waiting for delivery, and the backlog's limits.
+        public var backlog: Backlog
+        /// Each scope's adaptive concurrency: how many of its jobs may run at once, run, and wait.
+        public var scopes: [Scope]
+        /// The corrections of `api.classify`, as `STATUS[ PROBLEM-TYPE]=CATEGORY`, in order.
+        public var classify: [String]
 
         public init(
             version: String, startedAt: String, statusLine: String, running: Bool, services: [ServiceStatus],
-            incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double, unreadableFiles: [UnreadableFile] = []
+            incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double, unreadableFiles: [UnreadableFile] = [],
+            health: Health = Health(status: .ok, summary: "", checks: []), backlog: Backlog = Backlog(files: 0, bytes: 0),
+            scopes: [Scope] = [], classify: [String] = []
         ) {
+            self.health = health
+            self.backlog = backlog
+            self.scopes = scopes
+            self.classify = classify
             self.version = version
             self.startedAt = startedAt
             self.statusLine = statusLine
@@ -37,6 +52,104 @@ extension Control {
             self.waitingForBudget = waitingForBudget
             self.retryBudgetTokens = retryBudgetTokens
             self.unreadableFiles = unreadableFiles
+        }
+    }
+
+    /// A verdict on delivery, as monitoring plugins give it.
+    public enum HealthStatus: String, Codable, Sendable, CaseIterable, VarlinkEnum {
+        case ok
+        case warning
+        case critical
+    }
+
+    /// Whether delivery is healthy, and why not.
+    public struct Health: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// The worst of the checks.
+        public var status: HealthStatus
+        /// One line: what is wrong, or that nothing is.
+        public var summary: String
+        /// Each measure, its value and levels.
+        public var checks: [HealthCheck]
+
+        public init(status: HealthStatus, summary: String, checks: [HealthCheck]) {
+            self.status = status
+            self.summary = summary
+            self.checks = checks
+        }
+    }
+
+    /// One measure of delivery's health.
+    public struct HealthCheck: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// `oldest-job`, `parked`, `dead-letters`, `incident-age` or `free-space`: the key under
+        /// `health.` its levels are set with.
+        public var name: String
+        public var status: HealthStatus
+        /// The measure, in `unit`.
+        public var value: Double
+        /// `s`, `B` or empty for a count.
+        public var unit: String
+        /// From this value on (`free-space`: at or below it), a warning; none: not checked.
+        public var warning: Double?
+        /// From this value on (`free-space`: at or below it), critical; none: not checked.
+        public var critical: Double?
+        /// The measure in words, e.g. `oldest job waiting 20m`.
+        public var text: String
+
+        public init(name: String, status: HealthStatus, value: Double, unit: String, warning: Double?, critical: Double?, text: String) {
+            self.name = name
+            self.status = status
+            self.value = value
+            self.unit = unit
+            self.warning = warning
+            self.critical = critical
+            self.text = text
+        }
+    }
+
+    /// The files waiting for delivery (queued, uploading, or held by an incident).
+    public struct Backlog: Codable, Sendable, Equatable, VarlinkNamedType {
+        public var files: Int
+        public var bytes: Int
+        /// When the oldest of them was queued.
+        public var oldestQueuedAt: String?
+        /// `sync.backlog.max-files`, if set.
+        public var maxFiles: Int?
+        /// `sync.backlog.max-bytes`, if set.
+        public var maxBytes: Int?
+        /// `reject-new` or `drop-oldest`.
+        public var overflow: String
+        /// Outbox files left untaken for want of room (`reject-new`).
+        public var rejectedFiles: Int
+
+        public init(
+            files: Int, bytes: Int, oldestQueuedAt: String? = nil, maxFiles: Int? = nil, maxBytes: Int? = nil,
+            overflow: String = "reject-new", rejectedFiles: Int = 0
+        ) {
+            self.files = files
+            self.bytes = bytes
+            self.oldestQueuedAt = oldestQueuedAt
+            self.maxFiles = maxFiles
+            self.maxBytes = maxBytes
+            self.overflow = overflow
+            self.rejectedFiles = rejectedFiles
+        }
+    }
+
+    /// One scope's adaptive concurrency.
+    public struct Scope: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// The scope: the API's host.
+        public var scope: String
+        /// How many of its jobs may run at once now.
+        public var limit: Int
+        public var inFlight: Int
+        /// Jobs waiting for a slot.
+        public var waiting: Int
+
+        public init(scope: String, limit: Int, inFlight: Int, waiting: Int) {
+            self.scope = scope
+            self.limit = limit
+            self.inFlight = inFlight
+            self.waiting = waiting
         }
     }
 

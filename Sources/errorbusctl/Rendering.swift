@@ -36,6 +36,11 @@ extension Output {
         let bus = status.running ? paint("running", .good) : paint("not running", .bad)
         lines.append("errorbusd \(status.version), started \(relative(status.startedAt)), bus \(bus)")
         lines.append("Status: \(status.statusLine)")
+        lines.append("Health: \(paint(status.health.status.rawValue.uppercased(), tone(status.health.status))) - \(status.health.summary)")
+        lines.append("Backlog: \(backlog(status.backlog))")
+        if !status.classify.isEmpty {
+            lines.append("api.classify: \(status.classify.joined(separator: ", "))")
+        }
         lines.append("")
         lines.append(table(
             ["SERVICE", "STATE", "QUEUED", "IN FLIGHT", "PARKED", "DEAD", "LAST ERROR"],
@@ -68,6 +73,37 @@ extension Output {
             if status.unreadableFiles.count > 20 { lines.append("… and \(status.unreadableFiles.count - 20) more") }
         }
         return lines.joined(separator: "\n")
+    }
+
+    func tone(_ health: Control.HealthStatus) -> Tone {
+        switch health {
+        case .ok: .good
+        case .warning: .warning
+        case .critical: .bad
+        }
+    }
+
+    /// "1,204 files (12.0 MiB), oldest queued 3m ago; at most 1.0 GiB (reject-new): 12 files wait in the outbox".
+    func backlog(_ backlog: Control.Backlog) -> String {
+        var text = "\(backlog.files) file\(backlog.files == 1 ? "" : "s") (\(Self.bytes(backlog.bytes)))"
+        if let oldest = backlog.oldestQueuedAt { text += ", oldest queued \(relative(oldest))" }
+        let limits = [backlog.maxFiles.map { "\($0) files" }, backlog.maxBytes.map { Self.bytes($0) }].compactMap { $0 }
+        if !limits.isEmpty { text += "; at most \(limits.joined(separator: " and ")) (\(backlog.overflow))" }
+        if backlog.rejectedFiles > 0 { text += paint("; \(backlog.rejectedFiles) new files wait in the outbox for room", .warning) }
+        return text
+    }
+
+    /// `512 B`, `12.0 KiB`, `3.4 GiB`.
+    static func bytes(_ count: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        let tenths = Int((value * 10).rounded())
+        return unit == 0 ? "\(count) B" : "\(tenths / 10).\(tenths % 10) \(units[unit])"
     }
 
     func incidents(_ incidents: [Control.Incident]) -> String {

@@ -75,7 +75,7 @@ struct Errorbusd: AsyncParsableCommand {
         }
         Self.bootstrapLogging(level: configuration.log.level)
         let metrics = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
+        MetricsSystem.bootstrap(PrometheusMetricsFactory.errorbusd(registry: metrics))
         let logger = Logger(label: "errorbusd")
         let daemon = Daemon(
             configuration: configuration,

@@ -1,3 +1,4 @@
+package import ErrorBusHTTP
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -27,6 +28,9 @@ extension DaemonConfiguration {
         package var connectTimeout: Duration
         /// `api.request-timeout`: how long a whole request may take. Default 30 s.
         package var requestTimeout: Duration
+        /// `api.classify`: corrections of how this API's failed answers are classified, in order
+        /// (``ClassificationOverride``). Default none.
+        package var classify: [ClassificationOverride]
 
         /// What `api.probe-url` was set to; `nil` derives it from ``baseURL``.
         private var configuredProbeURL: String?
@@ -57,7 +61,8 @@ extension DaemonConfiguration {
             realm: String = "api",
             connectTimeout: Duration = .seconds(5),
             requestTimeout: Duration = .seconds(30),
-            caFile: String? = nil
+            caFile: String? = nil,
+            classify: [ClassificationOverride] = []
         ) {
             self.baseURL = baseURL
             self.tokenPath = tokenPath
@@ -68,6 +73,7 @@ extension DaemonConfiguration {
             self.connectTimeout = connectTimeout
             self.requestTimeout = requestTimeout
             self.caFile = caFile
+            self.classify = classify
         }
     }
 }
@@ -84,5 +90,6 @@ extension DaemonConfiguration.API: Equatable {
             && lhs.connectTimeout == rhs.connectTimeout
             && lhs.requestTimeout == rhs.requestTimeout
             && lhs.caFile == rhs.caFile
+            && lhs.classify == rhs.classify
     }
 }

@@ -1,5 +1,6 @@
 package import Configuration
 import ErrorBus
+import ErrorBusHTTP
 import Logging
 
 #if canImport(FoundationEssentials)
@@ -38,6 +39,8 @@ extension DaemonConfiguration {
             shutdown: Shutdown(drainTimeout: try settings.duration("shutdown.drain-timeout", default: .seconds(10), .atLeast(.zero))),
             log: Log(level: try settings.choice("log.level", default: .info, Self.logLevels)),
             control: try Control(settings, runtimeDirectory: systemd.runtime),
+            health: try Health(settings),
+            metrics: try Metrics(settings),
             bus: try Self.bus(settings)
         )
         // Last, so a typo elsewhere is reported before a secret that is not there yet.
@@ -181,8 +184,26 @@ extension DaemonConfiguration.API {
             realm: try settings.string("api.realm", default: defaults.realm),
             connectTimeout: try settings.duration("api.connect-timeout", default: defaults.connectTimeout, .greaterThan(.zero)),
             requestTimeout: try settings.duration("api.request-timeout", default: defaults.requestTimeout, .greaterThan(.zero)),
-            caFile: try settings.optionalAbsolutePath("api.ca-file")
+            caFile: try settings.optionalAbsolutePath("api.ca-file"),
+            classify: try Self.classify(settings)
         )
+    }
+
+    private static func classify(_ settings: SettingReader) throws(ConfigurationError) -> [ClassificationOverride] {
+        let key = "api.classify"
+        var rules: [ClassificationOverride] = []
+        for entry in settings.list(key) ?? [] {
+            switch ClassificationOverride.parse(entry) {
+            case .success(let rule):
+                guard !rules.contains(where: { $0.status == rule.status && $0.problemType == rule.problemType }) else {
+                    throw ConfigurationError(key: key, reason: "\"\(entry)\": \(rule.status)\(rule.problemType.map { " " + $0 } ?? "") is classified twice")
+                }
+                rules.append(rule)
+            case .failure(let error):
+                throw ConfigurationError(key: key, reason: "\"\(entry)\" \(error); expected \(ClassificationOverride.expectation)")
+            }
+        }
+        return rules
     }
 
     private static func httpURL(_ settings: SettingReader, _ key: String, default defaultValue: String) throws(ConfigurationError) -> String {
@@ -326,13 +347,35 @@ extension DaemonConfiguration.Sync {
                 reason: "must differ from sync.outbox (\(outbox)), or delivered files would be sent again"
             )
         }
+        let maxFileSize = try settings.byteSize("sync.max-file-size", default: defaults.maxFileSize, .atLeast(1))
+        let maxBacklogBytes = try settings.optionalByteSize("sync.backlog.max-bytes", default: defaults.backlog.maxBytes, .atLeast(1))
+        if let maxBacklogBytes, maxBacklogBytes < maxFileSize {
+            throw ConfigurationError(
+                key: "sync.backlog.max-bytes",
+                reason: "must be at least sync.max-file-size (\(ByteSizeFormat.format(maxFileSize))), or a file of that size could never be taken, got \"\(ByteSizeFormat.format(maxBacklogBytes))\""
+            )
+        }
         self.init(
             outbox: outbox,
             afterDelivery: move ? .move(to: sentDirectory) : .delete,
             concurrency: try settings.int("sync.concurrency", default: defaults.concurrency, .between(1, 1_024)),
-            maxFileSize: try settings.byteSize("sync.max-file-size", default: defaults.maxFileSize, .atLeast(1)),
+            maxFileSize: maxFileSize,
             rescanInterval: try settings.duration("sync.rescan-interval", default: defaults.rescanInterval, .greaterThan(.zero)),
-            settleTime: try settings.duration("sync.settle-time", default: defaults.settleTime, .atLeast(.zero))
+            settleTime: try settings.duration("sync.settle-time", default: defaults.settleTime, .atLeast(.zero)),
+            maxAge: try settings.optionalDuration("sync.max-age", default: defaults.maxAge, .atLeast(.seconds(1))),
+            backlog: Backlog(
+                maxBytes: maxBacklogBytes,
+                maxFiles: try settings.optionalInt("sync.backlog.max-files", default: defaults.backlog.maxFiles, .atLeast(1)),
+                overflow: try settings.choice(
+                    "sync.backlog.overflow",
+                    default: defaults.backlog.overflow,
+                    ["reject-new": .rejectNew, "drop-oldest": .dropOldest]
+                )
+            ),
+            deadLetters: DeadLetters(
+                maxCount: try settings.int("sync.dead-letters.max-count", default: defaults.deadLetters.maxCount, .atLeast(0)),
+                maxAge: try settings.optionalDuration("sync.dead-letters.max-age", default: defaults.deadLetters.maxAge, .atLeast(.seconds(60)))
+            )
         )
     }
 
@@ -341,6 +384,65 @@ extension DaemonConfiguration.Sync {
             "/" + path.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
         }
         return normalized(a) == normalized(b)
+    }
+}
+
+extension DaemonConfiguration.Health {
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let defaults = Self()
+        func durations(_ name: String, _ levels: Levels<Duration>) throws(ConfigurationError) -> Levels<Duration> {
+            let levels = Levels(
+                warning: try settings.optionalDuration("health.\(name).warning", default: levels.warning, .greaterThan(.zero)),
+                critical: try settings.optionalDuration("health.\(name).critical", default: levels.critical, .greaterThan(.zero))
+            )
+            try ordered(name, levels, DurationFormat.format)
+            return levels
+        }
+        func counts(_ name: String, _ levels: Levels<Int>) throws(ConfigurationError) -> Levels<Int> {
+            let levels = Levels(
+                warning: try settings.optionalInt("health.\(name).warning", default: levels.warning, .atLeast(1)),
+                critical: try settings.optionalInt("health.\(name).critical", default: levels.critical, .atLeast(1))
+            )
+            try ordered(name, levels) { "\($0)" }
+            return levels
+        }
+        func ordered<Value>(_ name: String, _ levels: Levels<Value>, _ show: (Value) -> String, below: Bool = false) throws(ConfigurationError) {
+            guard let warning = levels.warning, let critical = levels.critical else { return }
+            if below ? critical > warning : critical < warning {
+                throw ConfigurationError(
+                    key: "health.\(name).critical",
+                    reason: "must be \(below ? "at most" : "at least") health.\(name).warning (\(show(warning))), got \"\(show(critical))\""
+                )
+            }
+        }
+        let freeSpace = Levels(
+            warning: try settings.optionalByteSize("health.free-space.warning", default: defaults.freeSpace.warning, .atLeast(0)),
+            critical: try settings.optionalByteSize("health.free-space.critical", default: defaults.freeSpace.critical, .atLeast(0))
+        )
+        try ordered("free-space", freeSpace, ByteSizeFormat.format, below: true)
+        self.init(
+            oldestJob: try durations("oldest-job", defaults.oldestJob),
+            parked: try counts("parked", defaults.parked),
+            deadLetters: try counts("dead-letters", defaults.deadLetters),
+            incidentAge: try durations("incident-age", defaults.incidentAge),
+            freeSpace: freeSpace
+        )
+    }
+}
+
+extension DaemonConfiguration.Metrics {
+    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
+        let key = "metrics.listen"
+        let listen = try settings.optional(key, default: nil) { text throws(ConfigurationError) -> ListenAddress in
+            guard let address = ListenAddress(parsing: text) else {
+                throw ConfigurationError(
+                    key: key,
+                    reason: "expected HOST:PORT (127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464), or nothing for no listener, got \"\(text)\""
+                )
+            }
+            return address
+        }
+        self.init(listen: listen)
     }
 }
 

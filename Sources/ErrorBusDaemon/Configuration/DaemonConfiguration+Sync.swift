@@ -19,6 +19,53 @@ extension DaemonConfiguration {
         /// modified for this long, so half-written files are left alone; such a file is looked
         /// at again this long after. Default 2 s.
         package var settleTime: Duration
+        /// `sync.max-age`: a job queued longer ago than this is set aside as a dead letter instead
+        /// of being uploaded (an API that rejects old data), at its next attempt. Default none.
+        package var maxAge: Duration?
+        /// `sync.backlog.*`: how much may wait for delivery, and what happens beyond.
+        package var backlog: Backlog
+        /// `sync.dead-letters.*`: how many dead letters are kept, and for how long.
+        package var deadLetters: DeadLetters
+
+        /// The bounds of the backlog (queued jobs and those in flight or held by the bus).
+        package struct Backlog: Sendable, Equatable {
+            /// `sync.backlog.max-bytes`: at most this many bytes of files wait. Default none.
+            package var maxBytes: Int64?
+            /// `sync.backlog.max-files`: at most this many files wait. Default none.
+            package var maxFiles: Int?
+            /// `sync.backlog.overflow`: what happens to work beyond the bounds. Default
+            /// ``Overflow/rejectNew``.
+            package var overflow: Overflow
+
+            package enum Overflow: String, Sendable, Equatable {
+                /// `reject-new`: new files stay in the outbox, not taken, until there is room.
+                case rejectNew = "reject-new"
+                /// `drop-oldest`: the oldest queued jobs are set aside as dead letters to make room.
+                case dropOldest = "drop-oldest"
+            }
+
+            package init(maxBytes: Int64? = nil, maxFiles: Int? = nil, overflow: Overflow = .rejectNew) {
+                self.maxBytes = maxBytes
+                self.maxFiles = maxFiles
+                self.overflow = overflow
+            }
+
+            /// Whether any bound is set.
+            package var isBounded: Bool { maxBytes != nil || maxFiles != nil }
+        }
+
+        /// The retention of dead letters: beyond it the oldest are given up, their files removed.
+        package struct DeadLetters: Sendable, Equatable {
+            /// `sync.dead-letters.max-count`: at most this many. Default 10,000.
+            package var maxCount: Int
+            /// `sync.dead-letters.max-age`: none set aside longer ago than this. Default 90 days.
+            package var maxAge: Duration?
+
+            package init(maxCount: Int = 10_000, maxAge: Duration? = .seconds(90 * 86_400)) {
+                self.maxCount = maxCount
+                self.maxAge = maxAge
+            }
+        }
 
         /// Where delivered files go with `after-delivery: move` when `sync.sent-directory` is not
         /// set.
@@ -40,7 +87,10 @@ extension DaemonConfiguration {
             concurrency: Int = 16,
             maxFileSize: Int64 = 100 * 1_024 * 1_024,
             rescanInterval: Duration = .seconds(30),
-            settleTime: Duration = .seconds(2)
+            settleTime: Duration = .seconds(2),
+            maxAge: Duration? = nil,
+            backlog: Backlog = Backlog(),
+            deadLetters: DeadLetters = DeadLetters()
         ) {
             self.outbox = outbox
             self.afterDelivery = afterDelivery
@@ -48,6 +98,9 @@ extension DaemonConfiguration {
             self.maxFileSize = maxFileSize
             self.rescanInterval = rescanInterval
             self.settleTime = settleTime
+            self.maxAge = maxAge
+            self.backlog = backlog
+            self.deadLetters = deadLetters
         }
     }
 }

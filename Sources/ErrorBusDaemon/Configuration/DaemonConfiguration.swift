@@ -26,6 +26,10 @@ package struct DaemonConfiguration: Sendable {
     package var log: Log
     /// The control socket `errorbusctl` talks to (`control.*`).
     package var control: Control
+    /// What healthy delivery is (`health.*`).
+    package var health: Health
+    /// The Prometheus scrape endpoint (`metrics.*`).
+    package var metrics: Metrics
     /// The ErrorBus's policies (`bus.*`): back-off, rate limits, reachability, release, retry
     /// budget, bounds. Its `fallback` and `firstIncidentID` are not configuration; they keep
     /// their defaults here.
@@ -41,6 +45,8 @@ package struct DaemonConfiguration: Sendable {
         shutdown: Shutdown = Shutdown(),
         log: Log = Log(),
         control: Control = Control(),
+        health: Health = Health(),
+        metrics: Metrics = Metrics(),
         bus: ErrorBusConfiguration = ErrorBusConfiguration()
     ) {
         self.api = api
@@ -51,6 +57,8 @@ package struct DaemonConfiguration: Sendable {
         self.shutdown = shutdown
         self.log = log
         self.control = control
+        self.health = health
+        self.metrics = metrics
         self.bus = bus
     }
 }
@@ -67,6 +75,8 @@ extension DaemonConfiguration: Equatable {
             && lhs.shutdown == rhs.shutdown
             && lhs.log == rhs.log
             && lhs.control == rhs.control
+            && lhs.health == rhs.health
+            && lhs.metrics == rhs.metrics
             && lhs.bus.hasSameSettings(as: rhs.bus)
     }
 }

@@ -121,6 +121,32 @@ struct SettingReader {
         return value
     }
 
+    /// A value `parse` reads from the text at `key`, where "none" (empty, `~`, `null`) is `nil`;
+    /// `defaultValue` when no provider has the key.
+    func optional<Value>(
+        _ key: String,
+        default defaultValue: Value?,
+        _ parse: (String) throws(ConfigurationError) -> Value
+    ) throws(ConfigurationError) -> Value? {
+        guard let text = raw(key) else { return defaultValue }
+        return Self.meansNone(text) ? nil : try parse(text)
+    }
+
+    /// A duration within `bound`, or none.
+    func optionalDuration(_ key: String, default defaultValue: Duration?, _ bound: Bound<Duration>) throws(ConfigurationError) -> Duration? {
+        try optional(key, default: defaultValue) { _ throws(ConfigurationError) in try duration(key, default: .zero, bound) }
+    }
+
+    /// A size within `bound`, or none.
+    func optionalByteSize(_ key: String, default defaultValue: Int64?, _ bound: Bound<Int64>) throws(ConfigurationError) -> Int64? {
+        try optional(key, default: defaultValue) { _ throws(ConfigurationError) in try byteSize(key, default: 0, bound) }
+    }
+
+    /// A whole number within `bound`, or none.
+    func optionalInt(_ key: String, default defaultValue: Int?, _ bound: Bound<Int>) throws(ConfigurationError) -> Int? {
+        try optional(key, default: defaultValue) { _ throws(ConfigurationError) in try int(key, default: 0, bound) }
+    }
+
     /// An absolute path.
     func absolutePath(_ key: String, default defaultValue: String) throws(ConfigurationError) -> String {
         guard let text = raw(key) else { return defaultValue }

@@ -1,5 +1,6 @@
 import ErrorBus
 import ErrorBusControl
+import ErrorBusHTTP
 import ErrorBusStore
 import Foundation
 import Logging
@@ -24,6 +25,8 @@ struct ControlService: Sendable {
     let startedAt: Date
     /// Where swift-metrics records, for `GetMetrics`; nil when the process bootstrapped none.
     let metrics: PrometheusCollectorRegistry?
+    /// The health verdict of `GetStatus`.
+    let health: HealthMonitor
     let logger: Logger
 
     /// The router serving `io.errorbus.Control` (and `org.varlink.service`, and the server's own
@@ -131,7 +134,8 @@ struct ControlService: Sendable {
     func exposition() async throws -> Control.MetricsExposition {
         guard let metrics else { return Control.MetricsExposition(text: "") }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
-        StateGauges.update(await bus.snapshot(), pending: pending, unreadableFiles: await sync.unreadableFiles.count)
+        let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
+        StateGauges.update(await bus.snapshot(), pending: pending, backlog: backlog, unreadableFiles: await sync.unreadableFiles.count)
         return Control.MetricsExposition(text: metrics.emitToString())
     }
 
@@ -179,16 +183,31 @@ struct ControlService: Sendable {
         let unreadable = await sync.unreadableFiles.map {
             Control.UnreadableFile(file: $0.name, reason: $0.reason, since: ControlTime.format($0.since))
         }
+        let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
+        let limits = await sync.limits
+        let health = self.health.report(snapshot, now: now)
         return Control.Status(
             version: ErrorBusVersion.current,
             startedAt: ControlTime.format(startedAt),
-            statusLine: StatusLine.render(snapshot),
+            statusLine: StatusLine.render(snapshot, health: health),
             running: snapshot.isRunning,
             services: services,
             incidents: snapshot.incidents.map { Control.Incident($0, now: now) },
             waitingForBudget: snapshot.waitingForBudget,
             retryBudgetTokens: snapshot.retryBudgetTokens,
-            unreadableFiles: unreadable
+            unreadableFiles: unreadable,
+            health: health,
+            backlog: Control.Backlog(
+                files: backlog.jobs,
+                bytes: Int(backlog.bytes),
+                oldestQueuedAt: backlog.oldest.map(ControlTime.format),
+                maxFiles: limits.backlog.maxFiles,
+                maxBytes: limits.backlog.maxBytes.map { Int($0) },
+                overflow: limits.backlog.overflow.rawValue,
+                rejectedFiles: limits.rejectedFiles
+            ),
+            scopes: snapshot.concurrency.map { Control.Scope(scope: $0.scope, limit: $0.limit, inFlight: $0.inFlight, waiting: $0.waiting) },
+            classify: limits.classify.map(\.description)
         )
     }
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ErrorBusControl
 import ErrorBusHTTP
 import ErrorBusStore
 import ErrorBusSupport
@@ -99,6 +100,7 @@ package struct Daemon: Sendable {
             let loader = LoaderService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
             let network = NetworkChangeMonitor(logger: logger) { await bus.networkChanged() }
             let manager = ServiceManager(notifier: notifier, logger: logger)
+            let health = HealthMonitor(levels: configuration.health, store: store, bus: bus, stateDirectory: configuration.state.directory)
             let reload = ReloadService(
                 file: configurationFile,
                 environment: environment,
@@ -107,30 +109,37 @@ package struct Daemon: Sendable {
                 sync: sync,
                 loader: loader,
                 manager: manager,
+                health: health,
                 logger: logger
             )
             let controlSocket = ControlSocketReadiness()
+            let controlService = ControlService(
+                bus: bus,
+                store: store,
+                sync: sync,
+                auth: auth,
+                reload: reload,
+                realm: configuration.api.realm,
+                authorization: ControlAuthorization(group: configuration.control.group),
+                startedAt: Date(),
+                metrics: metrics,
+                health: health,
+                logger: logger
+            )
             let control = ControlServer(
-                control: ControlService(
-                    bus: bus,
-                    store: store,
-                    sync: sync,
-                    auth: auth,
-                    reload: reload,
-                    realm: configuration.api.realm,
-                    authorization: ControlAuthorization(group: configuration.control.group),
-                    startedAt: Date(),
-                    metrics: metrics,
-                    logger: logger
-                ),
+                control: controlService,
                 configuration: configuration.control,
                 activated: try SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName),
                 listening: controlSocket,
                 logger: logger
             )
             var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, controlSocket: controlSocket, logger: logger)),
+                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, controlSocket: controlSocket, health: health, logger: logger)),
             ]
+            if let listen = configuration.metrics.listen {
+                let listener = MetricsListener(address: listen, exposition: { try await controlService.exposition().text }, logger: logger)
+                supervision.append(.init(service: listener, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+            }
             if let interval = watchdogInterval {
                 supervision.append(.init(service: Watchdog(interval: interval, bus: bus, manager: manager, logger: logger)))
             }

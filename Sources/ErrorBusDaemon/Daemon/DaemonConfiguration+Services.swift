@@ -29,7 +29,11 @@ extension SyncService.Settings {
             itemsURL: api.baseURL + api.itemsPath,
             host: api.host,
             realm: api.realm,
-            requestTimeout: api.requestTimeout
+            requestTimeout: api.requestTimeout,
+            classify: api.classify,
+            maxAge: sync.maxAge,
+            backlog: sync.backlog,
+            deadLetters: sync.deadLetters
         )
     }
 }
@@ -43,7 +47,8 @@ extension LoaderService.Settings {
             resourcesURL: api.baseURL + api.resourcesPath,
             host: api.host,
             realm: api.realm,
-            requestTimeout: api.requestTimeout
+            requestTimeout: api.requestTimeout,
+            classify: api.classify
         )
     }
 }

@@ -15,6 +15,7 @@ actor ReloadService: Service {
     private let sync: SyncService
     private let loader: LoaderService
     private let manager: ServiceManager
+    private let health: HealthMonitor
     private let logger: Logger
 
     init(
@@ -25,9 +26,11 @@ actor ReloadService: Service {
         sync: SyncService,
         loader: LoaderService,
         manager: ServiceManager,
+        health: HealthMonitor,
         logger: Logger
     ) {
         self.manager = manager
+        self.health = health
         self.file = file
         self.environment = environment
         self.current = current
@@ -63,6 +66,7 @@ actor ReloadService: Service {
         await auth.update(.init(next))
         await sync.update(.init(next))
         await loader.update(.init(next))
+        health.update(next.health)
         current = next
         logger.notice("configuration reloaded", metadata: ["file": "\(file ?? "(none)")"])
     }
@@ -74,6 +78,7 @@ actor ReloadService: Service {
         if old.sync.outbox != new.sync.outbox { changed.append("sync.outbox") }
         if !old.bus.hasSameSettings(as: new.bus) { changed.append("bus") }
         if old.log.level != new.log.level { changed.append("log.level") }
+        if old.metrics != new.metrics { changed.append("metrics.listen") }
         if old.control != new.control { changed.append("control") }
         if old.api.connectTimeout != new.api.connectTimeout || old.api.caFile != new.api.caFile {
             changed.append("api.connect-timeout/api.ca-file")

@@ -27,6 +27,8 @@ actor LoaderService: Service {
         var host: String
         var realm: String
         var requestTimeout: Duration
+        /// `api.classify`.
+        var classify: [ClassificationOverride] = []
         /// The largest body accepted; a larger one leaves the last good copy in place.
         var maximumSize: Int64 = 64 * 1024 * 1024
     }
@@ -215,7 +217,7 @@ actor LoaderService: Service {
                 throw HTTPFailure(classifying: error, method: "GET", url: url)
             }
         default:
-            throw await HTTPFailure.classifying(response, method: "GET", url: url, deadline: deadline)
+            throw await HTTPFailure.classifying(response, method: "GET", url: url, deadline: deadline).overridden(by: settings.classify)
         }
     }
 }

@@ -18,6 +18,8 @@ struct Readiness: Service {
     let manager: ServiceManager
     /// The control socket, which must accept connections before `READY=1`.
     let controlSocket: ControlSocketReadiness
+    /// The health verdict the status line starts with.
+    let health: HealthMonitor
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
@@ -30,7 +32,7 @@ struct Readiness: Service {
             return
         }
         logger.notice("errorbusd ready", metadata: ["startup": "\(DurationText.format(startedAt.duration(to: .now)))"])
-        let first = StatusLine.render(await bus.snapshot())
+        let first = await statusLine()
         manager.send(.ready, .status(first))
         if manager.notifier.isEnabled {
             try? await untilGracefulShutdown { await keepStatusCurrent(from: first) }
@@ -38,6 +40,11 @@ struct Readiness: Service {
             try? await gracefulShutdown()
         }
         manager.send(.stopping, .status("stopping: finishing uploads under way"))
+    }
+
+    private func statusLine() async -> String {
+        let snapshot = await bus.snapshot()
+        return StatusLine.render(snapshot, health: health.report(snapshot))
     }
 
     private func keepStatusCurrent(from first: String) async {
@@ -53,7 +60,7 @@ struct Readiness: Service {
             group.addTask {
                 var sent = first
                 for await _ in changes {
-                    let line = StatusLine.render(await bus.snapshot())
+                    let line = await statusLine()
                     if line != sent {
                         manager.send(.status(line))
                         sent = line

@@ -1,12 +1,24 @@
 import ErrorBus
+import ErrorBusControl
 import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// errorbusd's one-line state for `systemctl status` (`STATUS=`): what is held back and why,
-/// e.g. `sync: 212 parked, 10.0.0.5 unreachable since 10:42, next probe in 8s`.
+/// errorbusd's one-line state for `systemctl status` (`STATUS=`): the health verdict, then what
+/// is held back and why, e.g. `WARNING: 1,212 parked (warning from 1000); sync: 1212 parked,
+/// 10.0.0.5 unreachable since 10:42, next probe in 8s`.
 enum StatusLine {
+    static func render(_ snapshot: BusSnapshot, health: Control.Health) -> String {
+        render(health, then: render(snapshot))
+    }
+
+    /// The verdict, what is wrong, then `incidents`.
+    static func render(_ health: Control.Health, then incidents: String) -> String {
+        guard health.status != .ok else { return "OK: \(incidents)" }
+        return "\(health.status.rawValue.uppercased()): \(health.summary); \(incidents)"
+    }
+
     static func render(_ snapshot: BusSnapshot) -> String {
         // Sent from the moment the services run; the bus's own loop may start a moment later.
         guard !snapshot.incidents.isEmpty else { return "running, no open incident" }

@@ -20,6 +20,7 @@ actor OutboxIngest {
         var rescanInterval: Duration
         var settleTime: Duration
         var host: String
+        var backlog = DaemonConfiguration.Sync.Backlog()
     }
 
     private var settings: Settings
@@ -34,6 +35,11 @@ actor OutboxIngest {
     /// Outbox files errorbusd cannot read, by name: reported in the status and metrics until they
     /// are readable (a change of their permissions is seen at once) or gone.
     private var unreadable: [String: UnreadableFile] = [:]
+    /// The overflow of the backlog under way, shared with the dispatcher.
+    private let overflow: BacklogOverflow
+    /// Files left in the outbox, untaken, because the backlog is full (`reject-new`): counted
+    /// once each, and looked at again at every rescan, which comes sooner while there are some.
+    private var rejected: Set<String> = []
 
     /// - Parameters:
     ///   - deliveredFiles: Removes (or moves) a file whose content the API already has.
@@ -45,6 +51,7 @@ actor OutboxIngest {
         clock: Timeline,
         seen: SeenFiles,
         duplicates: DuplicateFiles,
+        overflow: BacklogOverflow,
         logger: Logger,
         deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String) -> Void,
         queued: @escaping @Sendable () -> Void
@@ -55,6 +62,7 @@ actor OutboxIngest {
         self.clock = clock
         self.seen = seen
         self.duplicates = duplicates
+        self.overflow = overflow
         self.logger = logger
         self.deliveredFiles = deliveredFiles
         self.queued = queued
@@ -106,9 +114,17 @@ actor OutboxIngest {
                 try await clock.sleep(for: settings.settleTime)
                 unsettled = await ingest(unsettled, announced: false)
             }
-            try await clock.sleep(next)
+            // Files the full backlog left in the outbox are looked at again soon: room may come
+            // with any delivery.
+            try await clock.sleep(rejected.isEmpty ? next : min(next, clock.now().advanced(by: Self.rejectedRescanInterval)))
         }
     }
+
+    /// How soon the outbox is listed again while files wait for room in the backlog.
+    static let rejectedRescanInterval = Duration.seconds(2)
+
+    /// How many files wait in the outbox for room in the backlog.
+    var rejectedCount: Int { rejected.count }
 
     /// Files whose permissions or owner changed: those errorbusd could not read are looked at
     /// again now, as they were first seen (a file announced complete is taken at once).
@@ -132,6 +148,7 @@ actor OutboxIngest {
             // Unreadable files that were removed are no longer a problem.
             let present = Set(listing)
             for name in unreadable.keys where !present.contains(name) { forgetUnreadable(name, because: "is gone") }
+            rejected.formIntersection(present)
             return await ingest(listing, announced: false)
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
@@ -153,6 +170,11 @@ actor OutboxIngest {
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = seen.stamps(of: slice)
+            if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, let room = await room(), room.isFull {
+                // No room even for the smallest file: the new ones are not even read.
+                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") })
+                continue
+            }
             let inspections: [OutboxInspector.Inspection]
             do {
                 inspections = try await inspector.inspect(Array(slice), known: known, announced: announced)
@@ -191,7 +213,23 @@ actor OutboxIngest {
                 continue
             }
         }
-        guard !ready.isEmpty else { return }
+        if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, !ready.isEmpty, var room = await room() {
+            var taken: [OutboxFile] = []
+            for file in ready {
+                if room.take(file.size) {
+                    taken.append(file)
+                    rejected.remove(file.fileName)
+                } else {
+                    seen.forget(file.fileName)
+                    reject([file.fileName])
+                }
+            }
+            ready = taken
+        }
+        guard !ready.isEmpty else {
+            await endOverflowIfRoom()
+            return
+        }
         do {
             let result = try await store.enqueue(ready)
             for duplicate in result.duplicates {
@@ -209,10 +247,56 @@ actor OutboxIngest {
                 logger.debug("queued \(result.inserted.count) outbox files")
                 queued()
             }
+            await endOverflowIfRoom()
         } catch {
             for job in ready { seen.forget(job.fileName) }
             await StoreFailure.report(error, doing: "queue \(ready.count) outbox files", bus: bus, logger: logger)
         }
+    }
+
+    // MARK: - The backlog's limits
+
+    /// What the backlog has left under its limits.
+    struct Room {
+        var files: Int
+        var bytes: Int64
+
+        /// Whether no file fits.
+        var isFull: Bool { files <= 0 || bytes <= 0 }
+
+        /// Takes room for a file of `size` bytes; false if it does not fit.
+        mutating func take(_ size: Int64) -> Bool {
+            guard files >= 1, bytes >= size else { return false }
+            files -= 1
+            bytes -= size
+            return true
+        }
+    }
+
+    /// The room left in the backlog; `nil` when the store cannot tell (reported).
+    private func room() async -> Room? {
+        do {
+            let backlog = try store.backlog(service: SyncService.service)
+            let limits = settings.backlog
+            return Room(files: (limits.maxFiles ?? .max) - backlog.jobs, bytes: (limits.maxBytes ?? .max) - backlog.bytes)
+        } catch {
+            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            return nil
+        }
+    }
+
+    /// Leaves files in the outbox for want of room (`reject-new`): each counted once.
+    private func reject(_ names: [String]) {
+        let new = names.filter { rejected.insert($0).inserted }
+        guard !new.isEmpty else { return }
+        logger.debug("\(new.count) new outbox file(s) left in the outbox for want of room in the backlog (\(rejected.count) wait)")
+        overflow.record(new.count, settings.backlog)
+    }
+
+    /// Ends the overflow once the backlog has room again and every file left out was taken.
+    private func endOverflowIfRoom() async {
+        guard overflow.isOngoing, let backlog = try? store.backlog(service: SyncService.service) else { return }
+        overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: rejected.count)
     }
 
     /// Notes a file errorbusd cannot read; tells the journal once per file, not at every look.

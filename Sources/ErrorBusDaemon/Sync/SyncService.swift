@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusHTTP
 import ErrorBusStore
 import ErrorBusSupport
 #if canImport(Glibc)
@@ -32,9 +33,20 @@ actor SyncService: Service {
         var host: String
         var realm: String
         var requestTimeout: Duration
+        var classify: [ClassificationOverride] = []
+        var maxAge: Duration?
+        var backlog = DaemonConfiguration.Sync.Backlog()
+        var deadLetters = DaemonConfiguration.Sync.DeadLetters()
 
         var ingest: OutboxIngest.Settings {
-            OutboxIngest.Settings(outbox: outbox, maxFileSize: maxFileSize, rescanInterval: rescanInterval, settleTime: settleTime, host: host)
+            OutboxIngest.Settings(
+                outbox: outbox,
+                maxFileSize: maxFileSize,
+                rescanInterval: rescanInterval,
+                settleTime: settleTime,
+                host: host,
+                backlog: backlog
+            )
         }
     }
 
@@ -42,6 +54,8 @@ actor SyncService: Service {
 
     /// While the bus's parking is full, new jobs wait this long before the next try.
     static let parkingFullPause = Duration.seconds(1)
+    /// How often dead letters beyond their retention are pruned, at most.
+    static let pruneInterval = Duration.seconds(60)
 
     private var settings: Settings
     private let store: JobStore
@@ -53,6 +67,25 @@ actor SyncService: Service {
     private let removal: DeliveredFileRemoval
     /// Files delivered (swift-metrics).
     private let deliveries = Counter(label: "errorbus_sync_delivered_total")
+    /// Attempts each delivered file took, this run's and those recorded before (a histogram).
+    private let deliveryAttempts = Recorder(label: SyncService.deliveryAttemptsMetric, aggregate: true)
+    /// Time from a file's arrival (queued) to its delivery (a histogram, in seconds).
+    private let deliveryDelay = Metrics.Timer(label: SyncService.deliveryDelayMetric)
+    /// Files older than `sync.max-age` set aside instead of uploaded.
+    private let expired = Counter(label: "errorbus_sync_expired_files_total")
+    static let deliveryAttemptsMetric = "errorbus_sync_delivery_attempts"
+    static let deliveryDelayMetric = "errorbus_sync_delivery_delay_seconds"
+    /// The overflow of the backlog under way, shared with the ingest.
+    private let overflow: BacklogOverflow
+    /// Held jobs cancelled in the bus to make room (`drop-oldest`): their cancellation is
+    /// recorded as a dead letter with this reason, not as an operator's discard.
+    private var dropping: [String: String] = [:]
+    /// A dead letter went over `sync.dead-letters.max-count`: prune before the next periodic pass.
+    private var pruneSoon = false
+    /// When the retention is applied next, at the first wake-up from then on.
+    private var nextPrune: TimelineInstant?
+    /// `sync.max-age`, read by every attempt, parked ones included, so a reload applies to them.
+    private let maxAge: AgeLimit
     /// Makes the uploader for the current settings; one uploader is shared by every job.
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
@@ -85,6 +118,8 @@ actor SyncService: Service {
         let duplicates = DuplicateFiles()
         let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let overflow = BacklogOverflow(logger: logger)
+        self.overflow = overflow
         self.settings = settings
         self.store = store
         self.bus = bus
@@ -95,6 +130,7 @@ actor SyncService: Service {
         self.makeUploader = makeUploader
         self.uploader = makeUploader(settings)
         self.state = DispatchState(concurrency: settings.concurrency)
+        self.maxAge = AgeLimit(settings.maxAge)
         self.wakeups = wakeups
         self.wake = wake
         self.ingest = OutboxIngest(
@@ -104,6 +140,7 @@ actor SyncService: Service {
             clock: timeline,
             seen: seen,
             duplicates: duplicates,
+            overflow: overflow,
             logger: logger,
             deliveredFiles: { path, fileName in removal.remove(path, fileName: fileName) },
             queued: { wake.yield() }
@@ -132,6 +169,7 @@ actor SyncService: Service {
         settings.outbox = self.settings.outbox
         self.settings = settings
         state.concurrency = settings.concurrency
+        maxAge.limit = settings.maxAge
         removal.afterDelivery = settings.afterDelivery
         uploader = makeUploader(settings)
         await ingest.update(settings.ingest)
@@ -148,16 +186,37 @@ actor SyncService: Service {
         get async { await ingest.unreadableFiles }
     }
 
+    /// The backlog's limits and the `api.classify` rules in force, and how many outbox files wait
+    /// for room in the backlog.
+    var limits: (backlog: DaemonConfiguration.Sync.Backlog, classify: [ClassificationOverride], rejectedFiles: Int) {
+        get async { (settings.backlog, settings.classify, await ingest.rejectedCount) }
+    }
+
     // MARK: - Dispatching
 
     private func dispatch() async {
         await withDiscardingTaskGroup { uploads in
             for await _ in wakeups.cancelOnGracefulShutdown() {
                 await recordUnrecorded()
+                // The retention: at start, at the first wake-up a minute after the last pass (a
+                // rescan wakes the dispatcher every sync.rescan-interval), and at once when a dead
+                // letter goes over the count.
+                if pruneSoon || nextPrune.map({ clock.now() >= $0 }) ?? true {
+                    pruneSoon = false
+                    nextPrune = clock.now().advanced(by: Self.pruneInterval)
+                    await pruneDeadLetters()
+                }
+                if settings.backlog.isBounded, settings.backlog.overflow == .dropOldest {
+                    await makeRoom()
+                } else if overflow.isOngoing, let backlog = try? store.backlog(service: Self.service) {
+                    // Deliveries make room: the overflow may be over.
+                    overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: await ingest.rejectedCount)
+                }
                 while let job = state.start(at: clock.now()) {
                     let (upload, uploader) = (OutboxFile(job), uploader)
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
-                    uploads.addTask { await self.submit(upload, as: busJob, with: uploader) }
+                    let history = JobHistory(queuedAt: job.createdAt, attempts: job.attempts)
+                    uploads.addTask { await self.submit(upload, as: busJob, history: history, with: uploader) }
                 }
                 if let resume = state.resumeToSchedule() {
                     let (clock, wake) = (clock, wake)
@@ -187,24 +246,32 @@ actor SyncService: Service {
     }
 
     /// Hands a job to the bus. What the two closures capture stays in memory for as long as the
-    /// bus holds the job parked: an `OutboxFile` and two references, not the whole stored job.
-    private nonisolated func submit(_ job: OutboxFile, as busJob: Job, with uploader: any Uploading) async {
+    /// bus holds the job parked: an `OutboxFile`, its history and a few references, not the whole
+    /// stored job.
+    private nonisolated func submit(_ job: OutboxFile, as busJob: Job, history: JobHistory, with uploader: any Uploading) async {
+        let maxAge = self.maxAge
         let submission = await bus.submit(busJob) {
+            history.runs.add(1, ordering: .relaxed)
+            if let limit = maxAge.limit {
+                let age = Duration.seconds(Date().timeIntervalSince(history.queuedAt))
+                if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
+            }
             try await uploader.upload(job)
         } completion: { outcome in
-            await self.finished(job, outcome)
+            await self.finished(job, history, outcome)
         }
-        await submitted(job, submission)
+        await submitted(job, history, submission)
     }
 
     /// Records what the first run of a job came to.
-    private func submitted(_ job: OutboxFile, _ submission: Submission) async {
+    private func submitted(_ job: OutboxFile, _ history: JobHistory, _ submission: Submission) async {
         state.firstRunEnded()
         // The slot is free: the next upload starts while this one's outcome is recorded (a
         // delivery waits a few milliseconds for others to share its commit).
         wake.yield()
         switch submission {
         case .completed:
+            delivered(history)
             await finish(job, .succeeded)
         case .parked(let incident):
             state.handedToBus()
@@ -219,8 +286,9 @@ actor SyncService: Service {
     // MARK: - Recording
 
     /// Records the final outcome of a job the bus held.
-    private func finished(_ job: OutboxFile, _ outcome: JobOutcome) async {
+    private func finished(_ job: OutboxFile, _ history: JobHistory, _ outcome: JobOutcome) async {
         state.backFromBus()
+        if case .succeeded = outcome { delivered(history) }
         await finish(job, outcome)
         wake.yield()
     }
@@ -272,13 +340,29 @@ actor SyncService: Service {
         return true
     }
 
+    /// Records the delivery's attempts and delay, once per delivered job.
+    private func delivered(_ history: JobHistory) {
+        deliveryAttempts.record(history.attempts + history.runs.load(ordering: .relaxed))
+        deliveryDelay.recordSeconds(max(0, Date().timeIntervalSince(history.queuedAt)))
+    }
+
     private func ended(_ job: OutboxFile, _ stopped: JobStopped) async -> Bool {
         do {
             switch stopped.reason {
             case .deadLettered:
                 let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
                 try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
+                if stopped.failure?.cause == JobTooOld.cause { expired.increment() }
                 // One line per job, so not above info: the incident's entries tell the story.
+                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
+                if try store.counts(service: Self.service).deadLettered > settings.deadLetters.maxCount {
+                    pruneSoon = true
+                    wake.yield()
+                }
+            case .cancelledByOperator where dropping[job.id] != nil:
+                let reason = dropping[job.id]!
+                try store.markDeadLettered(job.id, reason: reason, incident: nil)
+                dropping[job.id] = nil
                 logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
             case .discarded, .cancelledByOperator:
                 try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
@@ -299,6 +383,140 @@ actor SyncService: Service {
     }
 }
 
+extension SyncService {
+    // MARK: - The backlog's limits
+
+    /// Makes room in an overfull backlog (`sync.backlog.overflow: drop-oldest`): sets aside as
+    /// dead letters the oldest jobs the bus holds (parked, or waiting for the retry budget), then
+    /// the oldest queued, until the backlog is within its limits. Uploads under way are left to
+    /// finish.
+    private func makeRoom() async {
+        let limits = settings.backlog
+        let backlog: JobStore.Backlog
+        do {
+            backlog = try store.backlog(service: Self.service)
+        } catch {
+            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            return
+        }
+        var (files, bytes) = (backlog.jobs, backlog.bytes)
+        func over() -> Bool { files > (limits.maxFiles ?? .max) || bytes > (limits.maxBytes ?? .max) }
+        guard over() else {
+            overflow.endIfUnder(backlog, limits, waitingForRoom: 0)
+            return
+        }
+        let reason = "dropped to make room for newer files: the backlog was over \(BacklogOverflow.describe(limits)) (sync.backlog.overflow: drop-oldest)"
+        var dropped = 0
+        // The bus holds the oldest: they were submitted first. In its order, a page at a time.
+        let held = await bus.heldJobs(service: Self.service).map(\.job.id)
+        var start = 0
+        while over(), start < held.count {
+            let page = Array(held[start..<min(start + 256, held.count)])
+            start += page.count
+            let jobs = (try? store.jobs(ids: page)) ?? []
+            for job in jobs where over() && dropping[job.id] == nil {
+                dropping[job.id] = reason
+                do {
+                    // Its completion records it as a dead letter with the reason.
+                    try await bus.cancel(job: job.id, service: Self.service)
+                    files -= 1
+                    bytes -= job.size
+                    dropped += 1
+                } catch {
+                    // Released or finished meanwhile.
+                    dropping[job.id] = nil
+                }
+            }
+        }
+        if over() {
+            do {
+                let queued = try store.dropOldestQueued(maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
+                dropped += queued.count
+                for job in queued { logger.info("\(job.fileName) set aside as a dead letter: \(reason)") }
+            } catch {
+                await StoreFailure.report(error, doing: "drop the oldest queued files", bus: bus, logger: logger)
+            }
+        }
+        overflow.record(dropped, limits)
+    }
+
+    // MARK: - Dead-letter retention
+
+    /// Gives up the dead letters beyond `sync.dead-letters.*`, oldest first, and removes their
+    /// files; counts them and says so once per pass.
+    func pruneDeadLetters() async {
+        let retention = settings.deadLetters
+        let prune: JobStore.DeadLetterPrune
+        do {
+            prune = try store.pruneDeadLetters(keeping: retention.maxCount, before: retention.maxAge.map { Date().addingTimeInterval(-$0.timeInterval) })
+        } catch {
+            await StoreFailure.report(error, doing: "prune dead letters", bus: bus, logger: logger)
+            return
+        }
+        guard !prune.isEmpty else { return }
+        for job in prune.all {
+            removal.removePruned(job.path, fileName: job.fileName)
+        }
+        var parts: [String] = []
+        if !prune.overCount.isEmpty {
+            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-count")]).increment(by: prune.overCount.count)
+            parts.append("\(prune.overCount.count) beyond sync.dead-letters.max-count (\(retention.maxCount))")
+        }
+        if !prune.tooOld.isEmpty {
+            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-age")]).increment(by: prune.tooOld.count)
+            parts.append("\(prune.tooOld.count) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationFormat.format) ?? "none"))")
+        }
+        logger.notice("Dead letters given up, oldest first, their files removed: \(parts.joined(separator: "; "))")
+    }
+}
+
+/// `sync.max-age`, shared by every job's run closure.
+final class AgeLimit: Sendable {
+    private let value: Mutex<Duration?>
+
+    init(_ limit: Duration?) {
+        value = Mutex(limit)
+    }
+
+    var limit: Duration? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+/// What a job brought with it from the store, and how many times the bus has run it since.
+final class JobHistory: Sendable {
+    /// When it was queued: its arrival.
+    let queuedAt: Date
+    /// Attempts the store recorded before this submission.
+    let attempts: Int
+    /// Runs since (each call of the bus's run closure).
+    let runs = Atomic<Int>(0)
+
+    init(queuedAt: Date, attempts: Int) {
+        self.queuedAt = queuedAt
+        self.attempts = attempts
+    }
+}
+
+/// A job queued longer ago than `sync.max-age`: set aside as a dead letter instead of uploaded.
+struct JobTooOld: CategorizedError {
+    static let cause = "tooOld"
+    let job: OutboxFile
+    let age: Duration
+    let limit: Duration
+
+    var category: ErrorCategory { .invalid(reason: "older than sync.max-age") }
+    var cause: String { Self.cause }
+    var operatorText: OperatorText {
+        OperatorText(
+            title: "Older than \(DurationFormat.format(limit))",
+            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationFormat.format(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
+            next: "Retry it after raising sync.max-age if the API takes it after all; otherwise discard it."
+        )
+    }
+}
+
 /// Removes (or moves, by `sync.after-delivery`) a delivered file, and forgets having seen it so
 /// that a new file of that name is looked at afresh.
 final class DeliveredFileRemoval: Sendable {
@@ -315,6 +533,19 @@ final class DeliveredFileRemoval: Sendable {
     var afterDelivery: AfterDelivery {
         get { setting.withLock { $0 } }
         set { setting.withLock { $0 = newValue } }
+    }
+
+    /// Removes the file of a dead letter given up by the retention; a new file of that name is
+    /// looked at afresh.
+    func removePruned(_ path: String, fileName: String) {
+        seen.forget(fileName)
+        do throws(SystemCallError) {
+            try SystemCall.unlink(path)
+        } catch where error.errnoCode != ENOENT {
+            logger.error("cannot remove \(path), a dead letter given up by sync.dead-letters: \(error)")
+        } catch {
+            // Already gone.
+        }
     }
 
     func remove(_ path: String, fileName: String) {

@@ -29,6 +29,7 @@ final class Uploader: Uploading {
     let itemsURL: String
     let scope: String
     let requestTimeout: Duration
+    let classify: [ClassificationOverride]
 
     init(http: HTTPClient, auth: AuthService, bus: ErrorBus, settings: SyncService.Settings) {
         self.http = http
@@ -37,6 +38,7 @@ final class Uploader: Uploading {
         self.itemsURL = settings.itemsURL
         self.scope = settings.host
         self.requestTimeout = settings.requestTimeout
+        self.classify = settings.classify
     }
 
     /// Files are read and sent in chunks of this size, never whole.
@@ -99,7 +101,7 @@ final class Uploader: Uploading {
             throw HTTPFailure(classifying: error, method: "PUT", url: url)
         }
         guard response.status == .created || response.status == .ok else {
-            throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
+            throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline).overridden(by: classify)
         }
         if let pause = RateLimitFields(headers: response.headers)?.pause {
             bus.pace(scope: scope, for: pause)

@@ -116,7 +116,7 @@ import Testing
             let error = try #require(try await fixture.loadError("frobnicate: 1\n"))
             #expect(
                 error.description
-                    == "\(fixture.yamlPath):1: frobnicate: unknown key; known at the top level: api, auth, sync, loader, state, shutdown, log, control, bus"
+                    == "\(fixture.yamlPath):1: frobnicate: unknown key; known at the top level: api, auth, sync, loader, state, shutdown, log, control, health, metrics, bus"
             )
         }
     }

@@ -29,9 +29,10 @@ struct ControlIntegrationTests {
     static func json<Reply: Decodable>(
         _ type: Reply.Type,
         _ finished: ChildProcess.Finished,
+        expectedStatus: Int32 = 0,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> Reply {
-        #expect(finished.status == 0, "errorbusctl exited \(finished.status): \(finished.standardError)", sourceLocation: sourceLocation)
+        #expect(finished.status == expectedStatus, "errorbusctl exited \(finished.status): \(finished.standardError)", sourceLocation: sourceLocation)
         return try JSONDecoder().decode(Reply.self, from: Data(finished.standardOutput.utf8))
     }
 
@@ -83,7 +84,7 @@ struct ControlIntegrationTests {
                 #expect(incident.nextAction == "canary")
                 #expect(incident.nextActionAt != nil)
                 // The same story as STATUS=.
-                #expect(seen.statusLine.hasPrefix("sync: 5 parked, 127.0.0.1 rate-limiting since "))
+                #expect(seen.statusLine.hasPrefix("OK: sync: 5 parked, 127.0.0.1 rate-limiting since "))
                 #expect(seen.statusLine.contains(", next attempt in "))
             }
 

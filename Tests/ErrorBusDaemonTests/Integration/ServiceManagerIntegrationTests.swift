@@ -17,7 +17,7 @@ struct ServiceManagerIntegrationTests {
             // READY=1 only once errorbusd is ready: its "ready" line is already written.
             let ready = try await messages.wait { $0.contains("READY=1") }
             #expect(try daemon.current.standardError.text.contains("errorbusd ready"))
-            #expect(ready.contains("STATUS=running, no open incident"))
+            #expect(ready.contains("STATUS=OK: running, no open incident"))
             // …and only once the control socket accepts connections.
             let log = try daemon.current.standardError.text
             let listening = try #require(log.range(of: "Varlink server listening"))
@@ -29,7 +29,7 @@ struct ServiceManagerIntegrationTests {
             // The status line follows an outage.
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             for number in 0..<3 { try daemon.drop("item-\(number).bin", content: DaemonIntegrationTests.content(number)) }
-            let outage = try await messages.wait { $0.hasPrefix("STATUS=sync: 3 parked") }
+            let outage = try await messages.wait { $0.hasPrefix("STATUS=OK: sync: 3 parked") }
             #expect(outage.contains("127.0.0.1"))
 
             // A reload is bracketed by RELOADING=1 (with its monotonic time) and READY=1.
@@ -40,7 +40,7 @@ struct ServiceManagerIntegrationTests {
 
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
-            _ = try await messages.wait { $0 == "STATUS=running, no open incident" }
+            _ = try await messages.wait { $0 == "STATUS=OK: running, no open incident" }
         }
         // withDaemon stopped errorbusd with SIGTERM; what it said on the way out is queued.
         _ = try await messages.wait { $0.contains("STOPPING=1") }

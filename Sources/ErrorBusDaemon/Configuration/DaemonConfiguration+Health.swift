@@ -1,0 +1,90 @@
+extension DaemonConfiguration {
+    /// What `errorbusctl health`, `STATUS=` and `GetStatus` call healthy delivery (`health.*`):
+    /// for each measure, the level from which it is a warning and from which it is critical. A
+    /// level set to nothing (`null`) is not checked.
+    package struct Health: Sendable, Equatable {
+        /// A measure's two levels; a value at or beyond a level reaches it.
+        package struct Levels<Value: Sendable & Equatable & Comparable>: Sendable, Equatable {
+            package var warning: Value?
+            package var critical: Value?
+
+            package init(warning: Value?, critical: Value?) {
+                self.warning = warning
+                self.critical = critical
+            }
+        }
+
+        /// `health.oldest-job.*`: how long the oldest job waiting for delivery has waited.
+        /// Default 15 min, 1 h.
+        package var oldestJob: Levels<Duration>
+        /// `health.parked.*`: how many jobs incidents hold. Default 1,000, 10,000.
+        package var parked: Levels<Int>
+        /// `health.dead-letters.*`: how many jobs were set aside as dead letters in the last hour.
+        /// Default 1, 100.
+        package var deadLetters: Levels<Int>
+        /// `health.incident-age.*`: how long the oldest open incident has been open. Default
+        /// 10 min, 1 h.
+        package var incidentAge: Levels<Duration>
+        /// `health.free-space.*`: the free space left for the state directory (the store), at or
+        /// *below* a level. Default 1 GiB, 100 MiB.
+        package var freeSpace: Levels<Int64>
+
+        package init(
+            oldestJob: Levels<Duration> = Levels(warning: .seconds(15 * 60), critical: .seconds(3_600)),
+            parked: Levels<Int> = Levels(warning: 1_000, critical: 10_000),
+            deadLetters: Levels<Int> = Levels(warning: 1, critical: 100),
+            incidentAge: Levels<Duration> = Levels(warning: .seconds(10 * 60), critical: .seconds(3_600)),
+            freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20)
+        ) {
+            self.oldestJob = oldestJob
+            self.parked = parked
+            self.deadLetters = deadLetters
+            self.incidentAge = incidentAge
+            self.freeSpace = freeSpace
+        }
+    }
+
+    /// The Prometheus scrape endpoint (`metrics.*`).
+    package struct Metrics: Sendable, Equatable {
+        /// `metrics.listen`: the address and port to serve `GET /metrics` on (`127.0.0.1:9464`,
+        /// `[::1]:9464`, `0.0.0.0:9464`). Default none: metrics only through the control socket.
+        package var listen: ListenAddress?
+
+        package init(listen: ListenAddress? = nil) {
+            self.listen = listen
+        }
+
+        /// A host (an IP address or a name) and a port; port 0 takes any free one, which the
+        /// journal tells.
+        package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+            package var host: String
+            package var port: Int
+
+            package init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+
+            /// `HOST:PORT`, `[IPV6]:PORT`; `nil` when it is neither.
+            package init?(parsing text: String) {
+                let host: Substring
+                let portText: Substring
+                if text.hasPrefix("[") {
+                    guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+                    host = text[text.index(after: text.startIndex)..<close]
+                    portText = text[text.index(close, offsetBy: 2)...]
+                } else {
+                    guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
+                    host = text[..<colon]
+                    portText = text[text.index(after: colon)...]
+                }
+                guard !host.isEmpty, !host.contains(" "), let port = Int(portText), (0...65_535).contains(port) else { return nil }
+                self.init(host: String(host), port: port)
+            }
+
+            package var description: String {
+                host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            }
+        }
+    }
+}

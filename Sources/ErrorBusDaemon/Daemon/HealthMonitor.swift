@@ -1,0 +1,161 @@
+import ErrorBus
+import ErrorBusControl
+import ErrorBusStore
+import ErrorBusSupport
+import Foundation
+import Synchronization
+
+/// Whether delivery is healthy: the one verdict `GetStatus` (so `errorbusctl health`) and the
+/// `STATUS=` line give, from the thresholds of `health.*`.
+///
+/// Measures what an administrator's monitoring asks: how long the oldest job has waited, how
+/// many jobs incidents hold, how many dead letters the last hour made, how long the oldest open
+/// incident has been open, and the free space left for the store. Each is asked of its owner
+/// (the store, the bus, the file system) when a verdict is wanted; nothing is mirrored here.
+final class HealthMonitor: Sendable {
+    private let store: JobStore
+    private let bus: ErrorBus
+    private let stateDirectory: String
+    private let levels: Mutex<DaemonConfiguration.Health>
+
+    init(levels: DaemonConfiguration.Health, store: JobStore, bus: ErrorBus, stateDirectory: String) {
+        self.levels = Mutex(levels)
+        self.store = store
+        self.bus = bus
+        self.stateDirectory = stateDirectory
+    }
+
+    /// New thresholds (a reload).
+    func update(_ levels: DaemonConfiguration.Health) {
+        self.levels.withLock { $0 = levels }
+    }
+
+    /// What is measured.
+    struct Measures: Sendable, Equatable {
+        /// How long the oldest job waiting for delivery has waited; `nil` when none waits.
+        var oldestJob: Duration?
+        var parked: Int
+        var deadLettersLastHour: Int
+        /// How long the oldest open incident has been open; `nil` when none is.
+        var oldestIncident: Duration?
+        /// Bytes free for the state directory; `nil` when it cannot be examined.
+        var freeSpace: Int64?
+    }
+
+    /// The verdict now. A measure the store cannot give is a critical check of its own: a store
+    /// that cannot be read is no healthy delivery.
+    func report(_ snapshot: BusSnapshot, now: Date = Date()) -> Control.Health {
+        var problems: [Control.HealthCheck] = []
+        var measures = Measures(parked: snapshot.parkedJobs, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
+        do {
+            measures.oldestJob = try store.backlog().oldest.map { Duration.seconds(max(0, now.timeIntervalSince($0))) }
+            measures.deadLettersLastHour = try store.deadLetters(since: now.addingTimeInterval(-3_600))
+        } catch {
+            problems.append(Control.HealthCheck(name: "store", status: .critical, value: 0, unit: "", warning: nil, critical: nil, text: "the store cannot be read: \(error)"))
+        }
+        if let info = try? SystemCall.statvfs(stateDirectory) {
+            measures.freeSpace = Int64(info.f_bavail) * Int64(info.f_frsize)
+        } else {
+            problems.append(Control.HealthCheck(name: "free-space", status: .critical, value: 0, unit: "B", warning: nil, critical: nil, text: "\(stateDirectory) cannot be examined"))
+        }
+        return Self.evaluate(measures, levels: levels.withLock { $0 }, extra: problems)
+    }
+
+    /// The verdict on `measures` by `levels`.
+    static func evaluate(_ measures: Measures, levels: DaemonConfiguration.Health, extra: [Control.HealthCheck] = []) -> Control.Health {
+        var checks: [Control.HealthCheck] = []
+        func seconds(_ duration: Duration?) -> Double? { duration.map { $0.timeInterval } }
+        checks.append(check(
+            "oldest-job",
+            seconds(measures.oldestJob) ?? 0,
+            unit: "s",
+            seconds(levels.oldestJob.warning),
+            seconds(levels.oldestJob.critical),
+            text: measures.oldestJob.map { "oldest job waiting \(DurationText.format($0))" } ?? "no job waiting"
+        ))
+        checks.append(check(
+            "parked",
+            Double(measures.parked),
+            unit: "",
+            levels.parked.warning.map(Double.init),
+            levels.parked.critical.map(Double.init),
+            text: "\(measures.parked) parked"
+        ))
+        checks.append(check(
+            "dead-letters",
+            Double(measures.deadLettersLastHour),
+            unit: "",
+            levels.deadLetters.warning.map(Double.init),
+            levels.deadLetters.critical.map(Double.init),
+            text: "\(measures.deadLettersLastHour) dead letter\(measures.deadLettersLastHour == 1 ? "" : "s") in the last hour"
+        ))
+        checks.append(check(
+            "incident-age",
+            seconds(measures.oldestIncident) ?? 0,
+            unit: "s",
+            seconds(levels.incidentAge.warning),
+            seconds(levels.incidentAge.critical),
+            text: measures.oldestIncident.map { "an incident open for \(DurationText.format($0))" } ?? "no open incident"
+        ))
+        if let free = measures.freeSpace {
+            checks.append(check(
+                "free-space",
+                Double(free),
+                unit: "B",
+                levels.freeSpace.warning.map(Double.init),
+                levels.freeSpace.critical.map(Double.init),
+                below: true,
+                text: "\(ByteCountText.format(Int(free))) free for the store"
+            ))
+        }
+        checks += extra
+        let status = checks.map(\.status).max { $0.severity < $1.severity } ?? .ok
+        let summary: String
+        if status == .ok {
+            summary = "delivering: " + checks.filter { ["oldest-job", "parked", "incident-age"].contains($0.name) }.map(\.text).joined(separator: ", ")
+        } else {
+            summary = checks.filter { $0.status != .ok }.sorted { $0.status.severity > $1.status.severity }.map { check in
+                guard let level = check.status == .critical ? check.critical : check.warning else { return check.text }
+                return "\(check.text) (\(check.status.rawValue) \(check.name == "free-space" ? "at or below" : "from") \(show(level, unit: check.unit)))"
+            }.joined(separator: "; ")
+        }
+        return Control.Health(status: status, summary: summary, checks: checks)
+    }
+
+    private static func check(
+        _ name: String,
+        _ value: Double,
+        unit: String,
+        _ warning: Double?,
+        _ critical: Double?,
+        below: Bool = false,
+        text: String
+    ) -> Control.HealthCheck {
+        func reaches(_ level: Double?) -> Bool {
+            guard let level else { return false }
+            return below ? value <= level : value >= level
+        }
+        let status: Control.HealthStatus = reaches(critical) ? .critical : reaches(warning) ? .warning : .ok
+        return Control.HealthCheck(name: name, status: status, value: value, unit: unit, warning: warning, critical: critical, text: text)
+    }
+
+    /// A level as an administrator sets it: `15m`, `1GiB`, `1000`.
+    static func show(_ value: Double, unit: String) -> String {
+        switch unit {
+        case "s": DurationFormat.format(.seconds(value))
+        case "B": ByteSizeFormat.format(Int64(value))
+        default: value == value.rounded() ? String(Int64(value)) : String(value)
+        }
+    }
+}
+
+extension Control.HealthStatus {
+    /// OK < WARNING < CRITICAL.
+    var severity: Int {
+        switch self {
+        case .ok: 0
+        case .warning: 1
+        case .critical: 2
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import ErrorBusControl
+import ErrorBusStore
+import Varlink
+import Foundation
+import TestSupport
+import Testing
+
+/// What errorbusd gives up, it gives up on purpose, counts and says why: jobs older than
+/// `sync.max-age`, files beyond `sync.backlog`, dead letters beyond `sync.dead-letters`; and an
+/// API's own meaning of a status (`api.classify`) decides what is retried.
+@Suite("Integration: bounded loss and classification", .serialized, .timeLimit(.minutes(2)))
+struct BoundedLossIntegrationTests {
+    typealias Daemon = DaemonIntegrationTests
+    typealias Ctl = ControlIntegrationTests
+
+    static func status(_ daemon: DaemonProcess) async throws -> Control.Status {
+        try await Ctl.varlink(daemon) { try await $0.call(Control.getStatus) }
+    }
+
+    static func metrics(_ daemon: DaemonProcess) async throws -> String {
+        try await Ctl.varlink(daemon) { try await $0.call(Control.getMetrics) }.text
+    }
+
+    /// How many times `needle` is in `text`.
+    static func occurrences(of needle: String, in text: String) -> Int {
+        text.components(separatedBy: needle).count - 1
+    }
+
+    @Test func aJobOlderThanMaxAgeIsSetAsideWithTheReasonNotUploaded() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_MAX_AGE": "1s"]) { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            for number in 0..<2 { try daemon.drop("old-\(number).bin", content: Daemon.content(number)) }
+            // The outage outlasts the age: each job's next attempt sets it aside, without a request.
+            try await daemon.waitForLog("set aside as a dead letter: Older than 1s", count: 2)
+            try await sandbox.clearFaults()
+            let dead = try Daemon.store(of: daemon).jobs(.deadLettered)
+            #expect(dead.count == 2)
+            #expect(dead.allSatisfy { $0.reason?.contains("longer than sync.max-age (1s) allows") == true }, "\(dead.map(\.reason))")
+            #expect(try await sandbox.items().isEmpty)
+            #expect(try await Self.metrics(daemon).contains("errorbus_sync_expired_files_total 2"))
+            // The files stay for an operator, as every dead letter's.
+            #expect(try daemon.outboxFiles().count == 2)
+        }
+    }
+
+    @Test func aFullBacklogLeavesNewFilesInTheOutboxUntilThereIsRoom() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_BACKLOG_MAX_FILES": "3"]) { sandbox, daemon in
+            try await Ctl.outage(sandbox, daemon, count: 3)
+            for number in 3..<6 {
+                try daemon.drop("item-\(number).bin", content: Daemon.content(number))
+                try await daemon.waitForLog("left in the outbox for want of room in the backlog", count: number - 2)
+            }
+            let status = try await Self.status(daemon)
+            #expect(status.backlog.files == 3 && status.backlog.maxFiles == 3 && status.backlog.overflow == "reject-new")
+            #expect(status.backlog.rejectedFiles == 3)
+            #expect(try daemon.outboxFiles().count == 6)
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject-new"} 3"#))
+            // Told once, not once per file.
+            #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
+
+            // Once the API is back, deliveries make room and the files left out are taken.
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 6)
+            try await daemon.waitForLog("The backlog is under its limits again: 3 files were left in the outbox for a while, all taken since")
+        }
+    }
+
+    @Test func dropOldestSetsAsideTheOldestWaitingFilesToMakeRoom() async throws {
+        let environment = ["ERRORBUSD_SYNC_BACKLOG_MAX_FILES": "3", "ERRORBUSD_SYNC_BACKLOG_OVERFLOW": "drop-oldest"]
+        try await Daemon.withDaemon(environment: environment) { sandbox, daemon in
+            try await Ctl.outage(sandbox, daemon, count: 3)
+            for number in 3..<6 {
+                try daemon.drop("item-\(number).bin", content: Daemon.content(number))
+                try await daemon.waitForLog("set aside as a dead letter: dropped to make room", count: number - 2)
+            }
+            let dead = try Daemon.store(of: daemon).jobs(.deadLettered)
+            #expect(dead.count == 3)
+            #expect(dead.allSatisfy { $0.reason?.contains("the backlog was over sync.backlog.max-files (3)") == true })
+            // The oldest go: of the first four, those not running as the incident's canary; never
+            // the two newest.
+            let names = Set(dead.map(\.fileName))
+            #expect(names.isSubset(of: ["item-0.bin", "item-1.bin", "item-2.bin", "item-3.bin"]), "\(names)")
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="drop-oldest"} 3"#))
+            #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
+
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.count == 3 }
+            #expect(try await sandbox.items().count == 3)
+            #expect(Set(try daemon.outboxFiles()) == names)
+        }
+    }
+
+    @Test func deadLettersBeyondTheRetentionAreGivenUpOldestFirstWithTheirFiles() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_DEAD_LETTERS_MAX_COUNT": "2"]) { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"field 'customer' is required"}"#)
+            for number in 0..<5 {
+                try daemon.drop("bad-\(number).bin", content: Daemon.content(number))
+                try await daemon.waitForLog("set aside as a dead letter: ", count: number + 1)
+            }
+            // The dead-letter table is full at two: the three set aside first are given up.
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0 == ["bad-3.bin", "bad-4.bin"] }
+            let store = try Daemon.store(of: daemon)
+            #expect(try store.jobs(.deadLettered).map(\.fileName) == ["bad-3.bin", "bad-4.bin"])
+            let pruned = try store.jobs(.discarded)
+            #expect(pruned.map(\.fileName) == ["bad-0.bin", "bad-1.bin", "bad-2.bin"])
+            #expect(pruned.allSatisfy { $0.reason?.contains("more than sync.dead-letters.max-count (2)") == true })
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_dead_letters_pruned_total{limit="max-count"} 3"#))
+            #expect(daemon.log.contains("Dead letters given up, oldest first, their files removed"))
+        }
+    }
+
+    @Test func anOverrideMakesAnAPIsPermanentLookingAnswerTransient() async throws {
+        // The sandbox's injected faults carry this problem type.
+        let rule = "403 urn:errorbus:sandbox:injected-fault=transient"
+        let fault = #"{"route":"items","mode":"status","status":403,"for":1}"#
+        // Without the rule, 403 is permanent: a dead letter.
+        try await Daemon.withDaemon { sandbox, daemon in
+            try await sandbox.fault(fault)
+            try daemon.drop("item-0.bin", content: Daemon.content(0))
+            try await daemon.waitForLog("set aside as a dead letter: ")
+            #expect(try await sandbox.items().isEmpty)
+        }
+        // With it, the same answer is retried until the API takes the file.
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_API_CLASSIFY": rule]) { sandbox, daemon in
+            #expect(try await Self.status(daemon).classify == [rule])
+            try await sandbox.fault(fault)
+            try daemon.drop("item-0.bin", content: Daemon.content(0))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().count == 1)
+            #expect(try Daemon.store(of: daemon).count(.deadLettered) == 0)
+            #expect(daemon.log.contains("Classified transient by api.classify (\(rule))"))
+            let shown = try await Ctl.ctl(daemon, "status")
+            #expect(shown.standardOutput.contains("api.classify: \(rule)"))
+        }
+    }
+}

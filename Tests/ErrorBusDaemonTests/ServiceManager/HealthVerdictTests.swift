@@ -1,0 +1,62 @@
+@testable import ErrorBusDaemon
+import ErrorBusControl
+import Testing
+
+/// The health verdict: each measure against its levels, the worst one wins, and the summary says
+/// what is wrong in the administrator's own units.
+@Suite struct HealthVerdictTests {
+    typealias Measures = HealthMonitor.Measures
+    static let levels = DaemonConfiguration.Health()
+
+    static func healthy() -> Measures {
+        Measures(oldestJob: nil, parked: 0, deadLettersLastHour: 0, oldestIncident: nil, freeSpace: 50 << 30)
+    }
+
+    @Test func nothingWrongIsOK() {
+        let health = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
+        #expect(health.status == .ok)
+        #expect(health.summary == "delivering: no job waiting, 0 parked, no open incident")
+        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "free-space"])
+    }
+
+    @Test func eachMeasureReachesItsLevels() {
+        var measures = Self.healthy()
+        measures.oldestJob = .seconds(20 * 60)
+        var health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .warning)
+        #expect(health.summary == "oldest job waiting 20 min (warning from 15m)")
+
+        measures.deadLettersLastHour = 100
+        health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .critical)
+        #expect(health.summary == "100 dead letters in the last hour (critical from 100); oldest job waiting 20 min (warning from 15m)")
+
+        measures = Self.healthy()
+        measures.freeSpace = 500 << 20
+        health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .warning)
+        #expect(health.summary.contains("500 MiB free for the store (warning at or below 1GiB)"), "\(health.summary)")
+
+        measures.freeSpace = 100 << 20
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
+    }
+
+    @Test func aLevelSetToNothingIsNotChecked() {
+        var levels = Self.levels
+        levels.parked = .init(warning: nil, critical: nil)
+        var measures = Self.healthy()
+        measures.parked = 1_000_000
+        #expect(HealthMonitor.evaluate(measures, levels: levels).status == .ok)
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
+    }
+
+    @Test func theStatusLineStartsWithTheVerdict() {
+        let ok = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
+        var measures = Self.healthy()
+        measures.parked = 1_500
+        let warning = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(StatusLine.render(ok, then: "running, no open incident") == "OK: running, no open incident")
+        #expect(StatusLine.render(warning, then: "running, no open incident") == "WARNING: 1500 parked (warning from 1000); running, no open incident")
+    }
+}
+
