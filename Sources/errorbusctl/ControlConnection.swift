@@ -23,20 +23,39 @@ enum ControlConnection {
     /// Connects, runs `body`, and turns any failure into a message and an exit code.
     static func with<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
         do {
+            return try await withoutReport(options, body)
+        } catch let failure as Failure {
+            throw fail(failure.message, failure.code)
+        }
+    }
+
+    /// Why errorbusd could not be asked, or what it answered instead, and the exit code for it.
+    struct Failure: Error {
+        var message: String
+        var code: ExitCode
+    }
+
+    /// As ``with(_:_:)``, but a failure is thrown as a ``Failure`` instead of being written to
+    /// standard error: for `health`, whose UNKNOWN line goes to standard output.
+    static func withoutReport<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+        do {
             return try await VarlinkClient.withConnection(to: options.socket, logger: logger, body)
         } catch let error as VarlinkClientError where error.code == .connectFailed {
             switch error.errno {
             case EACCES, EPERM:
-                throw fail("cannot open \(options.socket): permission denied", ExitStatus.permissionDenied)
+                throw Failure(message: "cannot open \(options.socket): permission denied", code: ExitStatus.permissionDenied)
             default:
-                throw fail("errorbusd is not running (cannot connect to \(options.socket))", ExitStatus.notRunning)
+                throw Failure(message: "errorbusd is not running (cannot connect to \(options.socket))", code: ExitStatus.notRunning)
             }
         } catch let error as VarlinkError {
-            throw fail(message(for: error), exitCode(for: error))
+            throw Failure(message: message(for: error), code: exitCode(for: error))
         } catch let error as VarlinkClientError where error.code == .connectionClosed {
-            throw fail("errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd", ExitStatus.notRunning)
+            throw Failure(
+                message: "errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd",
+                code: ExitStatus.notRunning
+            )
         } catch let error as VarlinkClientError {
-            throw fail("errorbusd did not answer properly: \(error)", ExitStatus.failure)
+            throw Failure(message: "errorbusd did not answer properly: \(error)", code: ExitStatus.failure)
         }
     }
 

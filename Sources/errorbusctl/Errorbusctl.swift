@@ -13,7 +13,7 @@ struct Errorbusctl: AsyncParsableCommand {
         commandName: "errorbusctl",
         abstract: "See and steer errorbusd through its control socket.",
         discussion: """
-            Reading (status, incidents, incident, jobs, dead, watch) is open to anyone who can open \
+            Reading (status, incidents, incident, jobs, dead, watch, metrics, health, top) is open to anyone who can open \
             the socket; the commands that change something (retry, discard, cancel, pause, resume, \
             reauth, reload) need root or membership of errorbusd's control group.
 
@@ -23,6 +23,8 @@ struct Errorbusctl: AsyncParsableCommand {
             (systemd 255 and later) or, with any systemd, the Python reference client \
             (pip install varlink): python3 -m varlink.cli help \
             unix:/run/errorbusd/io.errorbus.Control/io.errorbus.Control
+
+            health exits as a monitoring plugin does: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 
             Exit status:
               0   success
@@ -39,7 +41,7 @@ struct Errorbusctl: AsyncParsableCommand {
         subcommands: [
             Status.self, Incidents.self, IncidentCommand.self, Jobs.self, Dead.self,
             Retry.self, Discard.self, Cancel.self, Pause.self, Resume.self, Reauth.self, Reload.self,
-            Watch.self, MetricsCommand.self,
+            Watch.self, MetricsCommand.self, HealthCommand.self, Top.self,
         ],
         defaultSubcommand: Status.self
     )

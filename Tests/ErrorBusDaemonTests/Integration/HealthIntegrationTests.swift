@@ -1,0 +1,65 @@
+import ErrorBusControl
+import Foundation
+import TestSupport
+import Testing
+import Varlink
+
+/// `errorbusctl health`: one line and the monitoring-plugin exit status, the same verdict as
+/// `STATUS=` and `GetStatus`.
+@Suite("Integration: errorbusctl health", .serialized, .timeLimit(.minutes(2)))
+struct HealthIntegrationTests {
+    typealias Daemon = DaemonIntegrationTests
+    typealias Ctl = ControlIntegrationTests
+
+    static func status(_ daemon: DaemonProcess) async throws -> Control.Status {
+        try await Ctl.varlink(daemon) { try await $0.call(Control.getStatus) }
+    }
+
+    /// `errorbusctl health` against the daemon: its exit status and line.
+    static func health(_ daemon: DaemonProcess) async throws -> ChildProcess.Finished {
+        try await Ctl.ctl(daemon, "health")
+    }
+
+    @Test func healthAnswersAsAMonitoringPluginAndAgreesWithTheStatusLine() async throws {
+        let environment = [
+            "ERRORBUSD_HEALTH_PARKED_WARNING": "2", "ERRORBUSD_HEALTH_PARKED_CRITICAL": "1000",
+            "ERRORBUSD_HEALTH_DEAD_LETTERS_CRITICAL": "1",
+        ]
+        try await Daemon.withDaemon(environment: environment) { sandbox, daemon in
+            var health = try await Self.health(daemon)
+            #expect(health.status == 0, "\(health.standardOutput)")
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD OK - delivering: no job waiting, 0 parked, no open incident | "))
+            #expect(health.standardOutput.contains(" parked=0;2;1000;0 "))
+            #expect(health.standardOutput.contains(" free_space="))
+            #expect(try await Self.status(daemon).statusLine == "OK: running, no open incident")
+
+            try await Ctl.outage(sandbox, daemon, count: 3)
+            health = try await Self.health(daemon)
+            #expect(health.status == 1, "\(health.standardOutput)")
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD WARNING - "))
+            #expect(health.standardOutput.contains("parked (warning from 2)"))
+            let status = try await Self.status(daemon)
+            #expect(status.health.status == .warning)
+            #expect(status.statusLine.hasPrefix("WARNING: \(status.health.summary); sync: "), "\(status.statusLine)")
+
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"no"}"#)
+            try daemon.drop("bad.bin", content: Daemon.content(9))
+            try await daemon.waitForLog("set aside as a dead letter: ")
+            health = try await Self.health(daemon)
+            #expect(health.status == 2, "\(health.standardOutput)")
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD CRITICAL - 1 dead letter in the last hour (critical from 1)"))
+
+            let json = try Ctl.json(Control.Health.self, try await Ctl.ctl(daemon, "health", "--json"), expectedStatus: 2)
+            #expect(json.status == .critical)
+        }
+    }
+
+    @Test func healthIsUnknownWhenErrorbusdCannotBeAsked() async throws {
+        let scratch = try ScratchDirectory("health")
+        let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["health", "--socket", scratch.file("none.socket")])
+        #expect(finished.status == 3)
+        #expect(finished.standardOutput.hasPrefix("ERRORBUSD UNKNOWN - errorbusd is not running (cannot connect to "))
+    }
+}
