@@ -56,7 +56,7 @@ extension JobStore {
         try read("counting recent dead letters") { db in
             try Int.fetchOne(
                 db,
-                sql: "SELECT COUNT(*) FROM job WHERE state = 'deadLettered' AND updatedAt >= ?",
+                sql: "SELECT COUNT(*) FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND updatedAt >= ?",
                 arguments: [date.storeMilliseconds]
             ) ?? 0
         }
@@ -74,7 +74,9 @@ extension JobStore {
     }
 
     /// Gives up the oldest dead letters (by when they were set aside) beyond `maxCount`, and
-    /// those set aside before `date`, in one transaction: they become `discarded` with the reason,
+    /// those set aside before `date`, in one transaction, each a walk of the dead letters' own
+    /// index from the oldest (`INDEXED BY`: without statistics SQLite took the `job_state` index
+    /// and sorted every dead letter, 60 ms at 100,000 for one pruned): they become `discarded` with the reason,
     /// and are returned so that their files can be removed.
     package func pruneDeadLetters(keeping maxCount: Int, before date: Date?) throws(StoreError) -> DeadLetterPrune {
         let now = Date.storeNow()
@@ -94,7 +96,7 @@ extension JobStore {
             if let date {
                 let rows = try Row.fetchAll(
                     db,
-                    sql: "SELECT * FROM job WHERE state = 'deadLettered' AND updatedAt < ? ORDER BY updatedAt",
+                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND updatedAt < ? ORDER BY updatedAt",
                     arguments: [date.storeMilliseconds]
                 )
                 prune.tooOld = try give(rows, reason: "pruned: a dead letter for longer than sync.dead-letters.max-age")
@@ -103,7 +105,7 @@ extension JobStore {
             if count > maxCount {
                 let rows = try Row.fetchAll(
                     db,
-                    sql: "SELECT * FROM job WHERE state = 'deadLettered' ORDER BY updatedAt LIMIT ?",
+                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' ORDER BY updatedAt LIMIT ?",
                     arguments: [count - maxCount]
                 )
                 prune.overCount = try give(rows, reason: "pruned: more than sync.dead-letters.max-count (\(maxCount)) dead letters")
