@@ -5,7 +5,7 @@ import Logging
 /// Measures the job store on real files and prints one line per figure, for both durability
 /// settings: enqueue in batches of 1,000, `claimQueued` with 100,000 jobs queued, the database's
 /// size per 100,000 jobs, single-row transactions, and `markDelivered` one transaction per call
-/// and batched.
+/// and batched; then the limits on 100,000 dead letters.
 ///
 /// Run in a release build: `scripts/bench-store`.
 struct StoreBenchmark {
@@ -102,6 +102,40 @@ struct StoreBenchmark {
         )
         try await reopened.close()
         Output.line("database size, \(Self.jobs) jobs of which 60,000 delivered: \(size(directory)) bytes")
+        try await deadLetters(durability, logger: logger)
+    }
+
+    /// The limits at 100,000 dead letters: the table full as `sync.dead-letters.max-count`
+    /// allows ten times over, what a retention pass, the health check and the backlog cost there.
+    private func deadLetters(_ durability: StoreDurability, logger: Logger) async throws {
+        let directory = self.directory + "/dead-letters-" + (durability == .processCrash ? "process-crash" : "power-loss")
+        try? FileManager.default.removeItem(atPath: directory)
+        let store = try JobStore(directory: directory, durability: durability, logger: logger)
+        for start in stride(from: 0, to: Self.jobs, by: 1_000) {
+            _ = try await store.enqueue((start..<start + 1_000).map { index in
+                OutboxFile(id: String(format: "%064x", index), service: "sync", fileName: "dead-\(index).json", path: "/o/dead-\(index).json", size: 4_096)
+            })
+        }
+        // drop-oldest with room for nothing: every queued job a dead letter, one transaction.
+        var dropped = 0
+        let drop = try clock.measure {
+            dropped = try store.dropOldestQueued(maxBytes: nil, maxJobs: 0, reason: "dropped to make room for newer files").count
+        }
+        Output.line("dropOldestQueued, \(dropped) queued jobs set aside in one transaction: \(milli(drop)) ms")
+        let ninetyDaysAgo = Date().addingTimeInterval(-90 * 86_400)
+        let idle = try clock.measure { _ = try store.pruneDeadLetters(keeping: Self.jobs, before: ninetyDaysAgo) }
+        Output.line("pruneDeadLetters, \(Self.jobs) dead letters, none beyond the limits (a periodic pass): \(micro(idle)) µs")
+        let lastHour = try clock.measure { _ = try store.deadLetters(since: Date().addingTimeInterval(-3_600)) }
+        Output.line("deadLetters(since: an hour ago), all \(Self.jobs) in it (the health check): \(milli(lastHour)) ms")
+        let backlog = try clock.measure { _ = try store.backlog() }
+        Output.line("backlog(), \(Self.jobs) dead letters and no job waiting: \(micro(backlog)) µs")
+        let one = try clock.measure { _ = try store.pruneDeadLetters(keeping: Self.jobs - 1, before: ninetyDaysAgo) }
+        Output.line("pruneDeadLetters, one beyond max-count (a full table, a new dead letter): \(micro(one)) µs")
+        var pruned = 0
+        let many = try clock.measure { pruned = try store.pruneDeadLetters(keeping: 10_000, before: ninetyDaysAgo).all.count }
+        Output.line("pruneDeadLetters, \(pruned) beyond max-count 10,000 at once (a lowered limit): \(milli(many)) ms")
+        try await store.close()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     // MARK: Figures
