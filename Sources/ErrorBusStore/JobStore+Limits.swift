@@ -51,6 +51,14 @@ extension JobStore {
         }
     }
 
+    /// The names of the files of `service`'s jobs waiting for delivery: what a full backlog's
+    /// ingest must not count as new files left out.
+    package func pendingFileNames(service: String) throws(StoreError) -> Set<String> {
+        try read("listing the backlog's files") { db in
+            Set(try String.fetchAll(db, sql: "SELECT fileName FROM job WHERE state IN ('queued', 'inFlight') AND service = ?", arguments: [service]))
+        }
+    }
+
     /// How many jobs were set aside as dead letters since `date` (and are still dead letters).
     package func deadLetters(since date: Date) throws(StoreError) -> Int {
         try read("counting recent dead letters") { db in

@@ -167,12 +167,16 @@ actor OutboxIngest {
     func ingest(_ names: [String], announced: Bool) async -> [String] {
         let inspector = self.inspector
         var unsettled: [String] = []
+        // The files of the jobs waiting, once asked for: not new files, even unseen (a start).
+        var pending: Set<String>?
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = seen.stamps(of: slice)
             if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, let room = await room(), room.isFull {
                 // No room even for the smallest file: the new ones are not even read.
-                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") })
+                if pending == nil { pending = await pendingFileNames() }
+                let waiting = pending ?? []
+                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && !waiting.contains($0) })
                 continue
             }
             let inspections: [OutboxInspector.Inspection]
@@ -184,7 +188,7 @@ actor OutboxIngest {
                 return unsettled
             }
             unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
-            await enqueue(inspections, directory: inspector.directory, announced: announced)
+            await enqueue(inspections, directory: inspector.directory, announced: announced, pending: &pending)
         }
         return unsettled
     }
@@ -192,7 +196,9 @@ actor OutboxIngest {
     /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
     static let ingestSlice = 512
 
-    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool) async {
+    /// - Parameter pending: The files of jobs already waiting, read when a file does not fit: they
+    ///   take no room, being no new jobs (the store finds them duplicates).
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, pending: inout Set<String>?) async {
         var ready: [OutboxFile] = []
         for inspection in inspections {
             let name = inspection.name
@@ -216,7 +222,12 @@ actor OutboxIngest {
         if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, !ready.isEmpty, var room = await room() {
             var taken: [OutboxFile] = []
             for file in ready {
-                if room.take(file.size) {
+                var fits = room.take(file.size)
+                if !fits {
+                    if pending == nil { pending = await pendingFileNames() }
+                    fits = pending?.contains(file.fileName) == true
+                }
+                if fits {
                     taken.append(file)
                     rejected.remove(file.fileName)
                 } else {
@@ -270,6 +281,16 @@ actor OutboxIngest {
             files -= 1
             bytes -= size
             return true
+        }
+    }
+
+    /// The files of the jobs waiting for delivery; none when the store cannot tell (reported).
+    private func pendingFileNames() async -> Set<String> {
+        do {
+            return try store.pendingFileNames(service: SyncService.service)
+        } catch {
+            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            return []
         }
     }
 

@@ -66,6 +66,20 @@ struct BoundedLossIntegrationTests {
         }
     }
 
+    @Test func aRestartWithAFullBacklogCountsOnlyTheNewFilesAsLeftOut() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_BACKLOG_MAX_FILES": "3"]) { sandbox, daemon in
+            try await Ctl.outage(sandbox, daemon, count: 3)
+            let stopped = try await daemon.stop()
+            #expect(stopped.status == 0)
+            // Arrives while errorbusd is stopped: the start finds the three jobs' files and it.
+            try daemon.drop("item-3.bin", content: Daemon.content(3))
+            try await daemon.start()
+            try await daemon.waitForLog("left in the outbox for want of room in the backlog")
+            #expect(daemon.log.contains("1 new outbox file(s) left in the outbox for want of room in the backlog (1 wait)"), "\(daemon.log)")
+            #expect(try await Self.status(daemon).backlog.rejectedFiles == 1)
+        }
+    }
+
     @Test func dropOldestSetsAsideTheOldestWaitingFilesToMakeRoom() async throws {
         let environment = ["ERRORBUSD_SYNC_BACKLOG_MAX_FILES": "3", "ERRORBUSD_SYNC_BACKLOG_OVERFLOW": "drop-oldest"]
         try await Daemon.withDaemon(environment: environment) { sandbox, daemon in
