@@ -73,8 +73,10 @@ struct HealthCommand: ControlCommand {
         return "\(label)=\(number(check.value))\(check.unit);\(level(check.warning));\(level(check.critical));0"
     }
 
+    /// At most three decimals: `3.814`, `50`.
     private static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        let rounded = (value * 1000).rounded() / 1000
+        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int64(rounded)) : String(rounded)
     }
 }
 

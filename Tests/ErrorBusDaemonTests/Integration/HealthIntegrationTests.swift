@@ -38,6 +38,9 @@ struct HealthIntegrationTests {
             #expect(health.status == 1, "\(health.standardOutput)")
             #expect(health.standardOutput.hasPrefix("ERRORBUSD WARNING - "))
             #expect(health.standardOutput.contains("parked (warning from 2)"))
+            // Performance data as the plugin guidelines write it: at most three decimals.
+            let oldestJob = try Regex(#"\soldest_job=\d+(\.\d{1,3})?s;900;3600;0\s"#)
+            #expect(health.standardOutput.contains(oldestJob), "\(health.standardOutput)")
             let status = try await Self.status(daemon)
             #expect(status.health.status == .warning)
             #expect(status.statusLine.hasPrefix("WARNING: \(status.health.summary); sync: "), "\(status.statusLine)")
