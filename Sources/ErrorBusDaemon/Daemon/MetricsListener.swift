@@ -1,4 +1,8 @@
+import HTTPTypes
 import Hummingbird
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -31,6 +35,15 @@ struct MetricsListener: Service {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: text))
             )
         }
+        // HEAD as GET without the body (no exposition made); any other method is refused.
+        router.head("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: Self.contentType])
+        }
+        for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
+            router.on("/metrics", method: method) { _, _ -> Response in
+                Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD"])
+            }
+        }
         let address = self.address
         let logger = self.logger
         let onListening = self.onListening
@@ -53,8 +66,17 @@ struct MetricsListener: Service {
             try await app.run()
         } catch {
             logger.error(
-                "cannot serve metrics on metrics.listen \(address): \(error). errorbusd goes on without it; is the port taken, or does errorbusd.service lack SocketBindAllow=tcp:\(address.port) (systemctl edit errorbusd)? errorbusctl metrics still answers"
+                "cannot serve metrics on metrics.listen \(address): \(Self.reason(error)). errorbusd goes on without it; is the port taken, or does errorbusd.service lack SocketBindAllow=tcp:\(address.port) (systemctl edit errorbusd)? errorbusctl metrics still answers"
             )
         }
+    }
+
+    /// Why the listener could not start, in words: `Address already in use`, not SwiftNIO's
+    /// `bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)`.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode)) + " (errno \(error.errnoCode))"
+        }
+        return "\(error)"
     }
 }

@@ -121,6 +121,16 @@ struct MetricsIntegrationTests {
             let viaControl = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getMetrics) }.text
             #expect(Set(try await Self.parse(viaControl, in: scratch).families.keys) == Set(parsed.families.keys))
 
+            // HEAD answers as GET without the body; other methods are refused.
+            var head = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
+            head.method = .HEAD
+            #expect(try await http.execute(head, timeout: .seconds(5)).status == .ok)
+            var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
+            post.method = .POST
+            let refused = try await http.execute(post, timeout: .seconds(5))
+            #expect(refused.status == .methodNotAllowed)
+            #expect(refused.headers.first(name: "Allow") == "GET, HEAD")
+
             // Nothing else is served.
             let other = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(5))
             #expect(other.status == .notFound)
@@ -131,7 +141,7 @@ struct MetricsIntegrationTests {
         let (descriptor, port) = try Self.listeningSocket()
         defer { close(descriptor) }
         try await Daemon.withDaemon(environment: ["ERRORBUSD_METRICS_LISTEN": "127.0.0.1:\(port)"]) { _, daemon in
-            try await daemon.waitForLog("cannot serve metrics on metrics.listen 127.0.0.1:\(port)")
+            try await daemon.waitForLog("cannot serve metrics on metrics.listen 127.0.0.1:\(port): Address already in use (errno 98)")
             try daemon.drop("item.bin", content: Daemon.content(1))
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
         }
