@@ -52,8 +52,8 @@ package struct ClassificationOverride: Sendable, Equatable, CustomStringConverti
             return .failure(ParseError("does not start with an HTTP status (100 to 599)"))
         }
         guard match.count <= 2 else { return .failure(ParseError("has more than a status and a problem type before \"=\"")) }
-        guard !(200...399).contains(status) else {
-            return .failure(ParseError("\(status) is not a failure: only 4xx and 5xx answers (and 1xx) are classified"))
+        guard (400...599).contains(status) else {
+            return .failure(ParseError("\(status) is not a failure: only 4xx and 5xx answers are classified"))
         }
         return .success(ClassificationOverride(status: status, problemType: match.count == 2 ? String(match[1]) : nil, category: category))
     }

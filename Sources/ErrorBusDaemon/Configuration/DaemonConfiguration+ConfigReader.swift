@@ -200,7 +200,7 @@ extension DaemonConfiguration.API {
                 }
                 rules.append(rule)
             case .failure(let error):
-                throw ConfigurationError(key: key, reason: "\"\(entry)\" \(error); expected \(ClassificationOverride.expectation)")
+                throw ConfigurationError(key: key, reason: "\"\(entry)\": \(error); expected \(ClassificationOverride.expectation)")
             }
         }
         return rules
@@ -437,7 +437,7 @@ extension DaemonConfiguration.Metrics {
             guard let address = ListenAddress(parsing: text) else {
                 throw ConfigurationError(
                     key: key,
-                    reason: "expected HOST:PORT (127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464), or nothing for no listener, got \"\(text)\""
+                    reason: "expected HOST:PORT (127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464, localhost:9464), or nothing for no listener, got \"\(text)\""
                 )
             }
             return address
