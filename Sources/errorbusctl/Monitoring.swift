@@ -104,7 +104,17 @@ struct Top: ControlCommand {
     func run() async throws {
         let screen = Terminal.isInteractive ? Terminal() : nil
         defer { screen?.restore() }
-        try await ControlConnection.with(options) { client in
+        do {
+            try await watch(screen)
+        } catch let failure as ControlConnection.Failure {
+            // Said once the screen is back, or it would vanish with the alternate screen.
+            screen?.restore()
+            throw ControlConnection.fail(failure.message, failure.code)
+        }
+    }
+
+    private func watch(_ screen: Terminal?) async throws {
+        try await ControlConnection.withoutReport(options) { client in
             var rates = TopRates()
             var refreshes = 0
             while true {
@@ -178,7 +188,8 @@ struct TopView {
     func lines() -> [String] {
         var lines: [String] = []
         let health = status.health
-        lines.append("errorbusd \(status.version) · \(output.paint(health.status.rawValue.uppercased(), output.tone(health.status))) - \(health.summary)")
+        let time = Self.localTime(output.now)
+        lines.append("errorbusd \(status.version) · \(time) · \(output.paint(health.status.rawValue.uppercased(), output.tone(health.status))) - \(health.summary)")
         let delivered = rates.perSecond["delivered"].map { "\(Int($0.rounded()))/s" } ?? "-"
         lines.append("delivered \(delivered) · backlog \(output.backlog(status.backlog)) · retry budget \(Int(status.retryBudgetTokens)) tokens")
         lines.append("")
@@ -231,8 +242,36 @@ struct TopView {
     }
 }
 
+extension TopView {
+    /// `HH:MM:SS` in the local time zone.
+    static func localTime(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+    }
+}
+
+/// The terminal as it was before `top` changed it, for the signal handler: set once, before the
+/// handler is installed, and only read after.
+nonisolated(unsafe) private var terminalBeforeTop: termios?
+
+/// SIGTERM or SIGHUP while `top` runs: puts the terminal back (`write` and `tcsetattr` are safe in
+/// a signal handler), then ends the process as the signal would have.
+private func restoreTerminalAndDie(_ number: CInt) {
+    if var saved = terminalBeforeTop {
+        let leave: StaticString = "\u{1B}[?25h\u{1B}[?1049l"
+        _ = write(STDOUT_FILENO, leave.utf8Start, leave.utf8CodeUnitCount)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+    }
+    signal(number, SIG_DFL)
+    raise(number)
+}
+
 /// The terminal while `top` runs: the alternate screen, no cursor, keys read one at a time
-/// without echo (Ctrl-C among them, so that it quits as `q` does); all put back on exit.
+/// without echo (Ctrl-C among them, so that it quits as `q` does); all put back on exit, and on
+/// SIGTERM or SIGHUP before the signal ends the process.
 final class Terminal {
     /// Whether standard input and output are both a terminal: keys can be read and the screen
     /// redrawn.
@@ -240,25 +279,34 @@ final class Terminal {
         isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
-    private var saved = termios()
+    private let saved: termios
     private var restored = false
     private static let enter = "\u{1B}[?1049h\u{1B}[?25l"
     private static let leave = "\u{1B}[?25h\u{1B}[?1049l"
 
     init() {
+        var saved = termios()
         tcgetattr(STDIN_FILENO, &saved)
+        self.saved = saved
+        terminalBeforeTop = saved
+        // kill, or the terminal closing: put it back, then end as the signal would.
+        signal(SIGTERM, restoreTerminalAndDie)
+        signal(SIGHUP, restoreTerminalAndDie)
         var raw = saved
         // No line editing, no echo, no signals from keys: Ctrl-C arrives as a byte.
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
         tcsetattr(STDIN_FILENO, TCSANOW, &raw)
-        write(Self.enter)
+        Self.write(Self.enter)
     }
 
     /// Puts the terminal back as it was; safe to call twice.
     func restore() {
         guard !restored else { return }
         restored = true
-        write(Self.leave)
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGHUP, SIG_DFL)
+        Self.write(Self.leave)
+        var saved = self.saved
         tcsetattr(STDIN_FILENO, TCSANOW, &saved)
     }
 
@@ -269,11 +317,13 @@ final class Terminal {
             ? (Int(size.ws_row), Int(size.ws_col)) : (24, 80)
         let footer = "q or Ctrl-C quits"
         var text = "\u{1B}[H"
-        for line in lines.prefix(max(1, rows - 2)) {
+        let room = max(1, rows - 2)
+        let shown = lines.count > room ? Array(lines.prefix(room - 1)) + ["… \(lines.count - room + 1) more lines: make the terminal taller"] : lines
+        for line in shown {
             text += Self.cut(line, to: columns) + "\u{1B}[K\r\n"
         }
         text += "\u{1B}[J\u{1B}[\(rows);1H\u{1B}[2m\(Self.cut(footer, to: columns))\u{1B}[0m\u{1B}[K"
-        write(text)
+        Self.write(text)
     }
 
     /// Waits up to `seconds` for a key; true if it was `q`, `Q` or Ctrl-C (or input ended).
@@ -320,7 +370,7 @@ final class Terminal {
         return result + (line.contains("\u{1B}") ? "\u{1B}[0m" : "")
     }
 
-    private func write(_ text: String) {
+    private static func write(_ text: String) {
         var text = text
         text.withUTF8 { bytes in
             var offset = 0

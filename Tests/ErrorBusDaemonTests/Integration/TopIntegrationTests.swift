@@ -14,9 +14,9 @@ struct TopIntegrationTests {
         let server: String
         let session = "top"
 
-        init(_ command: String) async throws {
+        init(_ command: String, columns: Int = 120, rows: Int = 30) async throws {
             server = "errorbus-test-\(UUID().uuidString.prefix(8))"
-            try await run("new-session", "-d", "-s", session, "-x", "120", "-y", "30", command)
+            try await run("new-session", "-d", "-s", session, "-x", "\(columns)", "-y", "\(rows)", command)
             try await run("set-option", "-t", session, "remain-on-exit", "on")
         }
 
@@ -64,14 +64,16 @@ struct TopIntegrationTests {
             + "echo modes: $(stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(echo|icanon|isig)')"
     }
 
-    @Test(arguments: ["q", "C-c"])
-    func topRedrawsInPlaceAndQuitsCleanly(key: String) async throws {
+    /// `q` and Ctrl-C quit (exit 0); SIGTERM ends top as it would any process (143), the
+    /// terminal put back first.
+    @Test(arguments: [("q", 0), ("C-c", 0), ("SIGTERM", 143)])
+    func topRedrawsInPlaceAndQuitsCleanly(key: String, status: Int) async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             let tmux = try await Tmux(Self.topCommand(daemon))
             do {
                 var screen = try await tmux.waitForScreen("the services") { $0.contains("SERVICE") && $0.contains("No open incident.") }
                 #expect(screen.contains("errorbusd "))
-                #expect(screen.contains("OK - delivering"))
+                #expect(screen.contains("OK - no job waiting"))
                 #expect(screen.contains("q or Ctrl-C quits"))
 
                 // An outage appears in place: the incident with its next step, the parked jobs.
@@ -82,10 +84,16 @@ struct TopIntegrationTests {
                 #expect(screen.components(separatedBy: "SERVICE  STATE").count == 2, "\(screen)")
                 #expect(screen.hasPrefix("errorbusd "), "\(screen)")
 
-                try await tmux.run("send-keys", "-t", tmux.session, key)
+                if key == "SIGTERM" {
+                    let shell = try await tmux.run("display-message", "-p", "-t", tmux.session, "#{pane_pid}")
+                    let killed = try await ChildProcess.run("/usr/bin/pkill", ["-TERM", "-P", shell.trimmingCharacters(in: .whitespacesAndNewlines), "errorbusctl"])
+                    #expect(killed.status == 0)
+                } else {
+                    try await tmux.run("send-keys", "-t", tmux.session, key)
+                }
                 try await tmux.waitForScreen("top's exit") { $0.contains("modes:") }
                 screen = try await tmux.screen(history: true)
-                #expect(screen.contains("top-exited=0"), "\(screen)")
+                #expect(screen.contains("top-exited=\(status)"), "\(screen)")
                 // The alternate screen is gone with what top drew on it.
                 #expect(!screen.contains("SERVICE"), "\(screen)")
                 // The terminal's modes are back: line editing, echo and Ctrl-C as a signal.
@@ -96,6 +104,30 @@ struct TopIntegrationTests {
                 throw error
             }
             await tmux.kill()
+        }
+    }
+
+    @Test func aSmallTerminalIsToldWhatDoesNotFitAndAnErrorOutlivesTheScreen() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            let tmux = try await Tmux(Self.topCommand(daemon), columns: 60, rows: 12)
+            do {
+                try await tmux.waitForScreen("the services") { $0.contains("SERVICE") }
+                try await ControlIntegrationTests.outage(sandbox, daemon, count: 3)
+                let screen = try await tmux.waitForScreen("the marker") { $0.contains("more lines: make the terminal taller") }
+                #expect(screen.split(separator: "\n").allSatisfy { $0.count <= 60 }, "\(screen)")
+                // errorbusd goes away under top: the reason stays on the screen after it.
+                _ = try await daemon.stop()
+                try await tmux.waitForScreen("top's exit") { $0.contains("modes:") }
+                // Joined: the pane wraps the long line at its 60 columns.
+                let after = try await tmux.screen(history: true).split(separator: "\n").joined()
+                #expect(after.contains("top-exited=69"), "\(after)")
+                #expect(after.contains("errorbusctl: errorbusd closed the connection without answering"), "\(after)")
+            } catch {
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
+            try await daemon.start()
         }
     }
 
