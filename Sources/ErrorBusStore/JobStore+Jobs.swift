@@ -27,7 +27,8 @@ extension JobStore {
             inserted.reserveCapacity(new.count)
             var duplicates: [EnqueueResult.Duplicate] = []
             for job in new {
-                try insert.execute(arguments: [job.id, job.service, job.fileName, job.path, job.size, milliseconds, milliseconds])
+                let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
+                try insert.execute(arguments: [job.id, job.service, job.fileName, job.path, job.size, created, milliseconds])
                 if db.changesCount == 1 {
                     inserted.append(
                         OutboxJob(
@@ -37,7 +38,7 @@ extension JobStore {
                             path: job.path,
                             size: job.size,
                             state: .queued,
-                            createdAt: now,
+                            createdAt: Date(storeMilliseconds: created),
                             updatedAt: now
                         )
                     )

@@ -1,3 +1,5 @@
+package import Foundation
+
 /// One file of the outbox as the job that uploads it: what ``JobStore/enqueue(_:)`` makes
 /// durable, and what an upload needs (and all the bus keeps in memory for a parked job). The
 /// stored job, with its state and history, is ``OutboxJob``.
@@ -12,6 +14,9 @@ package struct OutboxFile: Sendable, Hashable {
     package var path: String
     /// The file's size in bytes.
     package var size: Int64
+    /// When it arrived, if before it is queued (a file that waited in the outbox for room in the
+    /// backlog): the job's `createdAt`. `nil`: now.
+    package var arrivedAt: Date?
 
     package init(id: String, service: String, fileName: String, path: String, size: Int64) {
         self.id = id

@@ -100,7 +100,14 @@ package struct Daemon: Sendable {
             let loader = LoaderService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
             let network = NetworkChangeMonitor(logger: logger) { await bus.networkChanged() }
             let manager = ServiceManager(notifier: notifier, logger: logger)
-            let health = HealthMonitor(levels: configuration.health, store: store, bus: bus, stateDirectory: configuration.state.directory)
+            let health = HealthMonitor(
+                levels: configuration.health,
+                store: store,
+                bus: bus,
+                stateDirectory: configuration.state.directory,
+                overflow: sync.overflow,
+                deadLetters: sync.deadLetterWindow
+            )
             let reload = ReloadService(
                 file: configurationFile,
                 environment: environment,

@@ -17,6 +17,9 @@ final class BacklogOverflow: Sendable {
     }
 
     private let episode = Mutex<Episode?>(nil)
+    /// Outbox files left out for want of room (`reject-new`), by name, with when they were first
+    /// left out: their arrival.
+    private let leftOut = Mutex<[String: Date]>([:])
     private let logger: Logger
     /// Files beyond the backlog's limits (swift-metrics), by policy.
     private let rejected = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "reject-new")])
@@ -48,6 +51,36 @@ final class BacklogOverflow: Sendable {
             "The backlog is over \(Self.describe(limits)): \(what). Each file is counted in errorbus_sync_overflow_files_total; the end of the overflow is told too"
         )
     }
+
+    // MARK: Files left in the outbox
+
+    /// Notes `names` left in the outbox; returns those not left out before.
+    func leaveOut(_ names: [String], at now: Date = Date()) -> [String] {
+        leftOut.withLock { leftOut in
+            names.filter { name in
+                guard leftOut[name] == nil else { return false }
+                leftOut[name] = now
+                return true
+            }
+        }
+    }
+
+    /// A file left out was taken: when it was first left out, if it was.
+    @discardableResult
+    func taken(_ name: String) -> Date? {
+        leftOut.withLock { $0.removeValue(forKey: name) }
+    }
+
+    /// Forgets the files left out that are no longer in the outbox.
+    func keepLeftOut(_ present: Set<String>) {
+        leftOut.withLock { leftOut in leftOut = leftOut.filter { present.contains($0.key) } }
+    }
+
+    /// How many files wait in the outbox for room.
+    var waitingForRoom: Int { leftOut.withLock { $0.count } }
+
+    /// When the file waiting longest for room was first left out.
+    var oldestWaitingForRoom: Date? { leftOut.withLock { $0.values.min() } }
 
     /// Whether an overflow is under way.
     var isOngoing: Bool { episode.withLock { $0 != nil } }

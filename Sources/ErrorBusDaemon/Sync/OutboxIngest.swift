@@ -37,9 +37,6 @@ actor OutboxIngest {
     private var unreadable: [String: UnreadableFile] = [:]
     /// The overflow of the backlog under way, shared with the dispatcher.
     private let overflow: BacklogOverflow
-    /// Files left in the outbox, untaken, because the backlog is full (`reject-new`): counted
-    /// once each, and looked at again at every rescan, which comes sooner while there are some.
-    private var rejected: Set<String> = []
 
     /// - Parameters:
     ///   - deliveredFiles: Removes (or moves) a file whose content the API already has.
@@ -116,7 +113,7 @@ actor OutboxIngest {
             }
             // Files the full backlog left in the outbox are looked at again soon: room may come
             // with any delivery.
-            try await clock.sleep(rejected.isEmpty ? next : min(next, clock.now().advanced(by: Self.rejectedRescanInterval)))
+            try await clock.sleep(overflow.waitingForRoom == 0 ? next : min(next, clock.now().advanced(by: Self.rejectedRescanInterval)))
         }
     }
 
@@ -124,7 +121,7 @@ actor OutboxIngest {
     static let rejectedRescanInterval = Duration.seconds(2)
 
     /// How many files wait in the outbox for room in the backlog.
-    var rejectedCount: Int { rejected.count }
+    var rejectedCount: Int { overflow.waitingForRoom }
 
     /// Files whose permissions or owner changed: those errorbusd could not read are looked at
     /// again now, as they were first seen (a file announced complete is taken at once).
@@ -148,7 +145,7 @@ actor OutboxIngest {
             // Unreadable files that were removed are no longer a problem.
             let present = Set(listing)
             for name in unreadable.keys where !present.contains(name) { forgetUnreadable(name, because: "is gone") }
-            rejected.formIntersection(present)
+            overflow.keepLeftOut(present)
             return await ingest(listing, announced: false)
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
@@ -228,8 +225,10 @@ actor OutboxIngest {
                     fits = pending?.contains(file.fileName) == true
                 }
                 if fits {
+                    var file = file
+                    // A file that waited for room arrived when it was first left out.
+                    file.arrivedAt = overflow.taken(file.fileName)
                     taken.append(file)
-                    rejected.remove(file.fileName)
                 } else {
                     seen.forget(file.fileName)
                     reject([file.fileName])
@@ -308,16 +307,16 @@ actor OutboxIngest {
 
     /// Leaves files in the outbox for want of room (`reject-new`): each counted once.
     private func reject(_ names: [String]) {
-        let new = names.filter { rejected.insert($0).inserted }
+        let new = overflow.leaveOut(names)
         guard !new.isEmpty else { return }
-        logger.debug("\(new.count) new outbox file(s) left in the outbox for want of room in the backlog (\(rejected.count) wait)")
+        logger.debug("\(new.count) new outbox file(s) left in the outbox for want of room in the backlog (\(overflow.waitingForRoom) wait)")
         overflow.record(new.count, settings.backlog)
     }
 
     /// Ends the overflow once the backlog has room again and every file left out was taken.
     private func endOverflowIfRoom() async {
         guard overflow.isOngoing, let backlog = try? store.backlog(service: SyncService.service) else { return }
-        overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: rejected.count)
+        overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: overflow.waitingForRoom)
     }
 
     /// Notes a file errorbusd cannot read; tells the journal once per file, not at every look.

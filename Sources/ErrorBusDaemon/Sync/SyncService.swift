@@ -75,8 +75,15 @@ actor SyncService: Service {
     private let expired = Counter(label: "errorbus_sync_expired_files_total")
     static let deliveryAttemptsMetric = "errorbus_sync_delivery_attempts"
     static let deliveryDelayMetric = "errorbus_sync_delivery_delay_seconds"
-    /// The overflow of the backlog under way, shared with the ingest.
-    private let overflow: BacklogOverflow
+    /// The overflow of the backlog under way and the files it left in the outbox, shared with the
+    /// ingest.
+    let overflow: BacklogOverflow
+    /// When jobs were set aside as dead letters in the last hour, for the health check.
+    let deadLetterWindow = DeadLetterWindow()
+    /// Dead letters given up by the retention and not told yet: the journal hears of them at
+    /// most once a minute, not once per dead letter of a burst.
+    private var prunedUntold = (overCount: 0, tooOld: 0)
+    private var lastPruneTold: TimelineInstant?
     /// Held jobs cancelled in the bus to make room (`drop-oldest`): their cancellation is
     /// recorded as a dead letter with this reason, not as an operator's discard.
     private var dropping: [String: String] = [:]
@@ -352,6 +359,7 @@ actor SyncService: Service {
             case .deadLettered:
                 let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
                 try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
+                deadLetterWindow.record()
                 if stopped.failure?.cause == JobTooOld.cause { expired.increment() }
                 // One line per job, so not above info: the incident's entries tell the story.
                 logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
@@ -363,6 +371,7 @@ actor SyncService: Service {
                 let reason = dropping[job.id]!
                 try store.markDeadLettered(job.id, reason: reason, incident: nil)
                 dropping[job.id] = nil
+                deadLetterWindow.record()
                 logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
             case .discarded, .cancelledByOperator:
                 try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
@@ -432,12 +441,15 @@ extension SyncService {
             do {
                 let queued = try store.dropOldestQueued(maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
                 dropped += queued.count
+                deadLetterWindow.record(queued.count)
                 for job in queued { logger.info("\(job.fileName) set aside as a dead letter: \(reason)") }
             } catch {
                 await StoreFailure.report(error, doing: "drop the oldest queued files", bus: bus, logger: logger)
             }
         }
         overflow.record(dropped, limits)
+        // Dead letters as any other, whose cause is no incident but the backlog's limit.
+        Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: dropped)
     }
 
     // MARK: - Dead-letter retention
@@ -453,20 +465,31 @@ extension SyncService {
             await StoreFailure.report(error, doing: "prune dead letters", bus: bus, logger: logger)
             return
         }
-        guard !prune.isEmpty else { return }
         for job in prune.all {
             removal.removePruned(job.path, fileName: job.fileName)
         }
-        var parts: [String] = []
         if !prune.overCount.isEmpty {
             Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-count")]).increment(by: prune.overCount.count)
-            parts.append("\(prune.overCount.count) beyond sync.dead-letters.max-count (\(retention.maxCount))")
         }
         if !prune.tooOld.isEmpty {
             Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-age")]).increment(by: prune.tooOld.count)
-            parts.append("\(prune.tooOld.count) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationFormat.format) ?? "none"))")
+        }
+        prunedUntold.overCount += prune.overCount.count
+        prunedUntold.tooOld += prune.tooOld.count
+        let now = clock.now()
+        guard prunedUntold.overCount + prunedUntold.tooOld > 0,
+            lastPruneTold.map({ now >= $0.advanced(by: Self.pruneInterval) }) ?? true
+        else { return }
+        var parts: [String] = []
+        if prunedUntold.overCount > 0 {
+            parts.append("\(prunedUntold.overCount) beyond sync.dead-letters.max-count (\(retention.maxCount))")
+        }
+        if prunedUntold.tooOld > 0 {
+            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationFormat.format) ?? "none"))")
         }
         logger.notice("Dead letters given up, oldest first, their files removed: \(parts.joined(separator: "; "))")
+        prunedUntold = (0, 0)
+        lastPruneTold = now
     }
 }
 

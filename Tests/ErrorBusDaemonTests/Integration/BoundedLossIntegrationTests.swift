@@ -59,9 +59,13 @@ struct BoundedLossIntegrationTests {
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
             // Once the API is back, deliveries make room and the files left out are taken.
+            let back = Date()
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             #expect(try await sandbox.items().count == 6)
+            // A file left out arrived when it was left out, not when it was taken at last.
+            let waited = try #require(try Daemon.store(of: daemon).jobs(.delivered).first { $0.fileName == "item-5.bin" })
+            #expect(Double(waited.createdAt) / 1000 < back.timeIntervalSince1970)
             try await daemon.waitForLog("The backlog is under its limits again: 3 files were left in the outbox for a while, all taken since")
         }
     }
@@ -95,7 +99,10 @@ struct BoundedLossIntegrationTests {
             // the two newest.
             let names = Set(dead.map(\.fileName))
             #expect(names.isSubset(of: ["item-0.bin", "item-1.bin", "item-2.bin", "item-3.bin"]), "\(names)")
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="drop-oldest"} 3"#))
+            let metrics = try await Self.metrics(daemon)
+            #expect(metrics.contains(#"errorbus_sync_overflow_files_total{policy="drop-oldest"} 3"#))
+            // Dead letters as any other, their cause the backlog's limit.
+            #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("errorbus_jobs_dead_lettered_total{") && $0.contains(#"category="overflow""#) && $0.hasSuffix(" 3") }, "\(metrics)")
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
             try await sandbox.clearFaults()
@@ -120,7 +127,11 @@ struct BoundedLossIntegrationTests {
             #expect(pruned.map(\.fileName) == ["bad-0.bin", "bad-1.bin", "bad-2.bin"])
             #expect(pruned.allSatisfy { $0.reason?.contains("more than sync.dead-letters.max-count (2)") == true })
             #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_dead_letters_pruned_total{limit="max-count"} 3"#))
-            #expect(daemon.log.contains("Dead letters given up, oldest first, their files removed"))
+            // Told once a minute at most, not once per dead letter given up.
+            #expect(Self.occurrences(of: "Dead letters given up, oldest first, their files removed", in: daemon.log) == 1)
+            // The health check counts the five set aside, not the two kept.
+            let health = try await Ctl.ctl(daemon, "health")
+            #expect(health.standardOutput.contains("5 dead letters in the last hour"), "\(health.standardOutput)")
         }
     }
 

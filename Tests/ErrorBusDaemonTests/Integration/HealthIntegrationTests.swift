@@ -28,7 +28,7 @@ struct HealthIntegrationTests {
         try await Daemon.withDaemon(environment: environment) { sandbox, daemon in
             var health = try await Self.health(daemon)
             #expect(health.status == 0, "\(health.standardOutput)")
-            #expect(health.standardOutput.hasPrefix("ERRORBUSD OK - delivering: no job waiting, 0 parked, no open incident | "))
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD OK - no job waiting, 0 parked, no open incident | "))
             #expect(health.standardOutput.contains(" parked=0;2;1000;0 "))
             #expect(health.standardOutput.contains(" free_space="))
             #expect(try await Self.status(daemon).statusLine == "OK: running, no open incident")

@@ -15,7 +15,7 @@ import Testing
     @Test func nothingWrongIsOK() {
         let health = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
         #expect(health.status == .ok)
-        #expect(health.summary == "delivering: no job waiting, 0 parked, no open incident")
+        #expect(health.summary == "no job waiting, 0 parked, no open incident")
         #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "free-space"])
     }
 

@@ -11,6 +11,8 @@ struct StateDatabase {
         let state: String
         let incident: Int64?
         let reason: String?
+        /// When it was queued (or arrived, for a file that waited for room), in milliseconds.
+        let createdAt: Int64
     }
 
     struct Incident: Decodable, FetchableRecord {
