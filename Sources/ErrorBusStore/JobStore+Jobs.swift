@@ -337,19 +337,29 @@ extension JobStore {
         return discarded
     }
 
-    /// Deletes delivered and discarded jobs last changed before `date`. Returns how many.
+    /// Deletes delivered and discarded jobs last changed before `date`, `batch` at a time (one
+    /// transaction each, so that other writes go between them). Returns how many.
     ///
     /// A delivered job is what tells ``enqueue(_:)`` that the same content dropped again needs no
     /// upload; once it is pruned, such a copy is uploaded again (harmless: the API answers 200 to
     /// a known idempotency key).
     @discardableResult
-    package func pruneFinished(before date: Date) throws(StoreError) -> Int {
-        try write("pruning finished jobs") { db in
-            try db.execute(
-                sql: "DELETE FROM job WHERE state IN ('delivered', 'discarded') AND updatedAt < ?",
-                arguments: [date.storeMilliseconds]
-            )
-            return db.changesCount
+    package func pruneFinished(before date: Date, batch: Int = 10_000) throws(StoreError) -> Int {
+        var total = 0
+        while true {
+            let deleted = try write("pruning finished jobs") { db in
+                try db.execute(
+                    sql: """
+                        DELETE FROM job WHERE seq IN (
+                            SELECT seq FROM job WHERE state IN ('delivered', 'discarded') AND updatedAt < ? LIMIT ?
+                        )
+                        """,
+                    arguments: [date.storeMilliseconds, batch]
+                )
+                return db.changesCount
+            }
+            total += deleted
+            if deleted < batch { return total }
         }
     }
 }

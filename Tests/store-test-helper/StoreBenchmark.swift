@@ -134,6 +134,12 @@ struct StoreBenchmark {
         var pruned = 0
         let many = try clock.measure { pruned = try store.pruneDeadLetters(keeping: 10_000, before: ninetyDaysAgo).all.count }
         Output.line("pruneDeadLetters, \(pruned) beyond max-count 10,000 at once (a lowered limit): \(milli(many)) ms")
+        // sync.finished-retention's hourly pass over the finished jobs: the dead letters given up.
+        let keep = try clock.measure { _ = try store.pruneFinished(before: Date().addingTimeInterval(-30 * 86_400)) }
+        Output.line("pruneFinished, \(pruned) finished jobs, none old enough (the hourly pass): \(milli(keep)) ms")
+        var forgotten = 0
+        let forget = try clock.measure { forgotten = try store.pruneFinished(before: Date().addingTimeInterval(60)) }
+        Output.line("pruneFinished, \(forgotten) finished jobs forgotten, 10,000 a transaction: \(milli(forget)) ms")
         try await store.close()
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -375,7 +375,8 @@ extension DaemonConfiguration.Sync {
             deadLetters: DeadLetters(
                 maxCount: try settings.int("sync.dead-letters.max-count", default: defaults.deadLetters.maxCount, .atLeast(0)),
                 maxAge: try settings.optionalDuration("sync.dead-letters.max-age", default: defaults.deadLetters.maxAge, .atLeast(.seconds(60)))
-            )
+            ),
+            finishedRetention: try settings.optionalDuration("sync.finished-retention", default: defaults.finishedRetention, .atLeast(.seconds(60)))
         )
     }
 

@@ -26,6 +26,11 @@ extension DaemonConfiguration {
         package var backlog: Backlog
         /// `sync.dead-letters.*`: how many dead letters are kept, and for how long.
         package var deadLetters: DeadLetters
+        /// `sync.finished-retention`: delivered and discarded jobs are forgotten this long after
+        /// they finished, so that the store does not grow by a row per file for ever; a copy of
+        /// content delivered longer ago is uploaded again (the API absorbs it by its idempotency
+        /// key). `nil`: kept for ever. Default 30 days.
+        package var finishedRetention: Duration?
 
         /// The bounds of the backlog (queued jobs and those in flight or held by the bus).
         package struct Backlog: Sendable, Equatable {
@@ -90,7 +95,8 @@ extension DaemonConfiguration {
             settleTime: Duration = .seconds(2),
             maxAge: Duration? = nil,
             backlog: Backlog = Backlog(),
-            deadLetters: DeadLetters = DeadLetters()
+            deadLetters: DeadLetters = DeadLetters(),
+            finishedRetention: Duration? = .seconds(30 * 86_400)
         ) {
             self.outbox = outbox
             self.afterDelivery = afterDelivery
@@ -101,6 +107,7 @@ extension DaemonConfiguration {
             self.maxAge = maxAge
             self.backlog = backlog
             self.deadLetters = deadLetters
+            self.finishedRetention = finishedRetention
         }
     }
 }

@@ -33,7 +33,8 @@ extension SyncService.Settings {
             classify: api.classify,
             maxAge: sync.maxAge,
             backlog: sync.backlog,
-            deadLetters: sync.deadLetters
+            deadLetters: sync.deadLetters,
+            finishedRetention: sync.finishedRetention
         )
     }
 }

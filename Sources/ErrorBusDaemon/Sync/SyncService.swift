@@ -37,6 +37,7 @@ actor SyncService: Service {
         var maxAge: Duration?
         var backlog = DaemonConfiguration.Sync.Backlog()
         var deadLetters = DaemonConfiguration.Sync.DeadLetters()
+        var finishedRetention: Duration? = nil
 
         var ingest: OutboxIngest.Settings {
             OutboxIngest.Settings(
@@ -54,6 +55,9 @@ actor SyncService: Service {
 
     /// While the bus's parking is full, new jobs wait this long before the next try.
     static let parkingFullPause = Duration.seconds(1)
+    /// How often finished jobs beyond `sync.finished-retention` are forgotten, at most: a walk
+    /// of every finished job, too much for each minute.
+    static let finishedPruneInterval = Duration.seconds(3_600)
     /// How often dead letters beyond their retention are pruned, at most.
     static let pruneInterval = Duration.seconds(60)
 
@@ -91,6 +95,8 @@ actor SyncService: Service {
     private var pruneSoon = false
     /// When the retention is applied next, at the first wake-up from then on.
     private var nextPrune: TimelineInstant?
+    /// When finished jobs are forgotten next.
+    private var nextFinishedPrune: TimelineInstant?
     /// `sync.max-age`, read by every attempt, parked ones included, so a reload applies to them.
     private let maxAge: AgeLimit
     /// Makes the uploader for the current settings; one uploader is shared by every job.
@@ -212,6 +218,10 @@ actor SyncService: Service {
                     pruneSoon = false
                     nextPrune = clock.now().advanced(by: Self.pruneInterval)
                     await pruneDeadLetters()
+                }
+                if nextFinishedPrune.map({ clock.now() >= $0 }) ?? true {
+                    nextFinishedPrune = clock.now().advanced(by: Self.finishedPruneInterval)
+                    await forgetFinished()
                 }
                 if settings.backlog.isBounded, settings.backlog.overflow == .dropOldest {
                     await makeRoom()
@@ -452,7 +462,20 @@ extension SyncService {
         Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: dropped)
     }
 
-    // MARK: - Dead-letter retention
+    // MARK: - Retention
+
+    /// Forgets the delivered and discarded jobs beyond `sync.finished-retention`.
+    func forgetFinished() async {
+        guard let retention = settings.finishedRetention else { return }
+        do {
+            let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval))
+            if forgotten > 0 {
+                logger.info("\(forgotten) finished jobs forgotten: delivered or discarded more than sync.finished-retention (\(DurationFormat.format(retention))) ago")
+            }
+        } catch {
+            await StoreFailure.report(error, doing: "forget finished jobs", bus: bus, logger: logger)
+        }
+    }
 
     /// Gives up the dead letters beyond `sync.dead-letters.*`, oldest first, and removes their
     /// files; counts them and says so once per pass.

@@ -2,6 +2,7 @@ import ErrorBusControl
 import ErrorBusStore
 import Varlink
 import Foundation
+import GRDB
 import TestSupport
 import Testing
 
@@ -132,6 +133,28 @@ struct BoundedLossIntegrationTests {
             // The health check counts the five set aside, not the two kept.
             let health = try await Ctl.ctl(daemon, "health")
             #expect(health.standardOutput.contains("5 dead letters in the last hour"), "\(health.standardOutput)")
+        }
+    }
+
+    @Test func finishedJobsAreForgottenAfterTheRetention() async throws {
+        try await Daemon.withDaemon { _, daemon in
+            for number in 0..<3 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await daemon.stop().status == 0)
+            #expect(try Daemon.store(of: daemon).count(.delivered) == 3)
+            // Thirty-one days pass for two of them, as far as the store can tell.
+            let database = try DatabaseQueue(path: daemon.stateDirectory + "/" + JobStore.databaseFileName)
+            try await database.write { db in
+                try db.execute(
+                    sql: "UPDATE job SET updatedAt = updatedAt - ? WHERE fileName IN ('item-0.bin', 'item-1.bin')",
+                    arguments: [Int64(31 * 86_400_000)]
+                )
+            }
+            try database.close()
+            // The start's first pass forgets them (sync.finished-retention: 30d by default).
+            try await daemon.start()
+            try await daemon.waitForLog("2 finished jobs forgotten: delivered or discarded more than sync.finished-retention (30d) ago")
+            #expect(try Daemon.store(of: daemon).jobs(.delivered).map(\.fileName) == ["item-2.bin"])
         }
     }
 
