@@ -87,7 +87,7 @@ final class BacklogOverflow: Sendable {
 
     /// Ends the overflow once `backlog` is within nine tenths of `limits` (so that one delivery
     /// does not end it and the next file start it again) and no file waits for room.
-    func endIfUnder(_ backlog: JobStore.Backlog, _ limits: DaemonConfiguration.Sync.Backlog, waitingForRoom: Int) {
+    func endIfUnder(_ backlog: JobStore.Backlog, _ limits: DaemonConfiguration.Sync.Backlog) {
         let underFiles = limits.maxFiles.map { backlog.jobs * 10 <= $0 * 9 } ?? true
         let underBytes = limits.maxBytes.map { backlog.bytes <= $0 / 10 * 9 } ?? true
         guard underFiles && underBytes && waitingForRoom == 0 else { return }

@@ -120,8 +120,6 @@ actor OutboxIngest {
     /// How soon the outbox is listed again while files wait for room in the backlog.
     static let rejectedRescanInterval = Duration.seconds(2)
 
-    /// How many files wait in the outbox for room in the backlog.
-    var rejectedCount: Int { overflow.waitingForRoom }
 
     /// Files whose permissions or owner changed: those errorbusd could not read are looked at
     /// again now, as they were first seen (a file announced complete is taken at once).
@@ -316,7 +314,7 @@ actor OutboxIngest {
     /// Ends the overflow once the backlog has room again and every file left out was taken.
     private func endOverflowIfRoom() async {
         guard overflow.isOngoing, let backlog = try? store.backlog(service: SyncService.service) else { return }
-        overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: overflow.waitingForRoom)
+        overflow.endIfUnder(backlog, settings.backlog)
     }
 
     /// Notes a file errorbusd cannot read; tells the journal once per file, not at every look.

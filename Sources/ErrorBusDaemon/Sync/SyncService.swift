@@ -202,7 +202,7 @@ actor SyncService: Service {
     /// The backlog's limits and the `api.classify` rules in force, and how many outbox files wait
     /// for room in the backlog.
     var limits: (backlog: DaemonConfiguration.Sync.Backlog, classify: [ClassificationOverride], rejectedFiles: Int) {
-        get async { (settings.backlog, settings.classify, await ingest.rejectedCount) }
+        (settings.backlog, settings.classify, overflow.waitingForRoom)
     }
 
     // MARK: - Dispatching
@@ -227,7 +227,7 @@ actor SyncService: Service {
                     await makeRoom()
                 } else if overflow.isOngoing, let backlog = try? store.backlog(service: Self.service) {
                     // Deliveries make room: the overflow may be over.
-                    overflow.endIfUnder(backlog, settings.backlog, waitingForRoom: await ingest.rejectedCount)
+                    overflow.endIfUnder(backlog, settings.backlog)
                 }
                 while let job = state.start(at: clock.now()) {
                     let (upload, uploader) = (OutboxFile(job), uploader)
@@ -421,7 +421,7 @@ extension SyncService {
         var (files, bytes) = (backlog.jobs, backlog.bytes)
         func over() -> Bool { files > (limits.maxFiles ?? .max) || bytes > (limits.maxBytes ?? .max) }
         guard over() else {
-            overflow.endIfUnder(backlog, limits, waitingForRoom: 0)
+            overflow.endIfUnder(backlog, limits)
             return
         }
         let reason = "dropped to make room for newer files: the backlog was over \(BacklogOverflow.describe(limits)) (sync.backlog.overflow: drop-oldest)"
