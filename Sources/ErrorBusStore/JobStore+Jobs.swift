@@ -343,15 +343,19 @@ extension JobStore {
     /// A delivered job is what tells ``enqueue(_:)`` that the same content dropped again needs no
     /// upload; once it is pruned, such a copy is uploaded again (harmless: the API answers 200 to
     /// a known idempotency key).
+    ///
+    /// `deliveredOnly`: a discarded job stays, the record that its file, still in the outbox,
+    /// must not be sent.
     @discardableResult
-    package func pruneFinished(before date: Date, batch: Int = 10_000) throws(StoreError) -> Int {
+    package func pruneFinished(before date: Date, deliveredOnly: Bool = false, batch: Int = 10_000) throws(StoreError) -> Int {
+        let states = deliveredOnly ? "('delivered')" : "('delivered', 'discarded')"
         var total = 0
         while true {
             let deleted = try write("pruning finished jobs") { db in
                 try db.execute(
                     sql: """
                         DELETE FROM job WHERE seq IN (
-                            SELECT seq FROM job WHERE state IN ('delivered', 'discarded') AND updatedAt < ? LIMIT ?
+                            SELECT seq FROM job WHERE state IN \(states) AND updatedAt < ? LIMIT ?
                         )
                         """,
                     arguments: [date.storeMilliseconds, batch]

@@ -51,11 +51,16 @@ extension JobStore {
         }
     }
 
-    /// The names of the files of `service`'s jobs waiting for delivery: what a full backlog's
-    /// ingest must not count as new files left out.
-    package func pendingFileNames(service: String) throws(StoreError) -> Set<String> {
-        try read("listing the backlog's files") { db in
-            Set(try String.fetchAll(db, sql: "SELECT fileName FROM job WHERE state IN ('queued', 'inFlight') AND service = ?", arguments: [service]))
+    /// The names of the files of `service`'s jobs that may still have a file in the outbox
+    /// (waiting, dead letters, discarded): what a full backlog's ingest must not count as new
+    /// files left out.
+    package func knownFileNames(service: String) throws(StoreError) -> Set<String> {
+        try read("listing the jobs' files") { db in
+            Set(try String.fetchAll(
+                db,
+                sql: "SELECT fileName FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered', 'discarded') AND service = ?",
+                arguments: [service]
+            ))
         }
     }
 
@@ -126,19 +131,20 @@ extension JobStore {
     /// Sets aside the oldest queued jobs (not those in flight: the bus runs or holds them) until
     /// the backlog fits `maxBytes` and `maxJobs`, as dead letters with `reason`, in one
     /// transaction. Returns them, oldest first.
-    package func dropOldestQueued(maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
+    package func dropOldestQueued(service: String = "sync", maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
         guard maxBytes != nil || maxJobs != nil else { return [] }
         let now = Date.storeNow()
         return try write("dropping the oldest queued jobs") { db in
             let totals = try Row.fetchOne(
                 db,
-                sql: "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight')"
+                sql: "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight') AND service = ?",
+                arguments: [service]
             )
             var jobs: Int = totals?[0] ?? 0
             var bytes: Int64 = totals?[1] ?? 0
             func over() -> Bool { jobs > (maxJobs ?? .max) || bytes > (maxBytes ?? .max) }
             guard over() else { return [] }
-            let oldest = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq")
+            let oldest = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' AND service = ? ORDER BY seq", arguments: [service])
             var dropped: [OutboxJob] = []
             while over(), let row = try oldest.next() {
                 var job = try OutboxJob(row: row)

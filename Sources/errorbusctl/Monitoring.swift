@@ -289,9 +289,9 @@ final class Terminal {
         tcgetattr(STDIN_FILENO, &saved)
         self.saved = saved
         terminalBeforeTop = saved
-        // kill, or the terminal closing: put it back, then end as the signal would.
-        signal(SIGTERM, restoreTerminalAndDie)
-        signal(SIGHUP, restoreTerminalAndDie)
+        // kill, kill -INT (Ctrl-C at the keyboard is a byte now), or the terminal closing: put it
+        // back, then end as the signal would.
+        for number in Self.signals { signal(number, restoreTerminalAndDie) }
         var raw = saved
         // No line editing, no echo, no signals from keys: Ctrl-C arrives as a byte.
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
@@ -303,12 +303,15 @@ final class Terminal {
     func restore() {
         guard !restored else { return }
         restored = true
-        signal(SIGTERM, SIG_DFL)
-        signal(SIGHUP, SIG_DFL)
         Self.write(Self.leave)
         var saved = self.saved
         tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+        // Only now: a signal before finds the handler, which puts the terminal back too.
+        for number in Self.signals { signal(number, SIG_DFL) }
     }
+
+    /// The signals that end `top` with the terminal put back first.
+    private static let signals = [SIGTERM, SIGHUP, SIGINT]
 
     /// Draws `lines` from the top-left, each cut to the width, the rest of the screen cleared.
     func draw(_ lines: [String]) {

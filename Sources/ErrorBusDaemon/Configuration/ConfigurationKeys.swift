@@ -50,7 +50,7 @@ enum ConfigurationKeys {
         ("sync.backlog.overflow", .value),
         ("sync.dead-letters.max-count", .value),
         ("sync.dead-letters.max-age", .optionalValue),
-        ("sync.finished-retention", .optionalValue),
+        ("sync.delivered-retention", .optionalValue),
         ("loader.directory", .value),
         ("loader.resources", .list),
         ("state.directory", .optionalValue),

@@ -376,7 +376,7 @@ extension DaemonConfiguration.Sync {
                 maxCount: try settings.int("sync.dead-letters.max-count", default: defaults.deadLetters.maxCount, .atLeast(0)),
                 maxAge: try settings.optionalDuration("sync.dead-letters.max-age", default: defaults.deadLetters.maxAge, .atLeast(.seconds(60)))
             ),
-            finishedRetention: try settings.optionalDuration("sync.finished-retention", default: defaults.finishedRetention, .atLeast(.seconds(60)))
+            deliveredRetention: try settings.optionalDuration("sync.delivered-retention", default: defaults.deliveredRetention, .atLeast(.seconds(60)))
         )
     }
 

@@ -26,11 +26,12 @@ extension DaemonConfiguration {
         package var backlog: Backlog
         /// `sync.dead-letters.*`: how many dead letters are kept, and for how long.
         package var deadLetters: DeadLetters
-        /// `sync.finished-retention`: delivered and discarded jobs are forgotten this long after
-        /// they finished, so that the store does not grow by a row per file for ever; a copy of
+        /// `sync.delivered-retention`: delivered jobs are forgotten this long after their
+        /// delivery, so that the store does not grow by a row per file for ever (discarded ones
+        /// stay: their files are still in the outbox); a copy of
         /// content delivered longer ago is uploaded again (the API absorbs it by its idempotency
         /// key). `nil`: kept for ever. Default 30 days.
-        package var finishedRetention: Duration?
+        package var deliveredRetention: Duration?
 
         /// The bounds of the backlog (queued jobs and those in flight or held by the bus).
         package struct Backlog: Sendable, Equatable {
@@ -96,7 +97,7 @@ extension DaemonConfiguration {
             maxAge: Duration? = nil,
             backlog: Backlog = Backlog(),
             deadLetters: DeadLetters = DeadLetters(),
-            finishedRetention: Duration? = .seconds(30 * 86_400)
+            deliveredRetention: Duration? = .seconds(30 * 86_400)
         ) {
             self.outbox = outbox
             self.afterDelivery = afterDelivery
@@ -107,7 +108,7 @@ extension DaemonConfiguration {
             self.maxAge = maxAge
             self.backlog = backlog
             self.deadLetters = deadLetters
-            self.finishedRetention = finishedRetention
+            self.deliveredRetention = deliveredRetention
         }
     }
 }

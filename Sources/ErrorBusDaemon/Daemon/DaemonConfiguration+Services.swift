@@ -34,7 +34,7 @@ extension SyncService.Settings {
             maxAge: sync.maxAge,
             backlog: sync.backlog,
             deadLetters: sync.deadLetters,
-            finishedRetention: sync.finishedRetention
+            deliveredRetention: sync.deliveredRetention
         )
     }
 }

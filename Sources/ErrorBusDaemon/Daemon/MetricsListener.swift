@@ -64,6 +64,8 @@ struct MetricsListener: Service {
         )
         do {
             try await app.run()
+        } catch is CancellationError {
+            // errorbusd is stopping.
         } catch {
             logger.error(
                 "cannot serve metrics on metrics.listen \(address): \(Self.reason(error)). errorbusd goes on without it; is the port taken, or does errorbusd.service lack SocketBindAllow=tcp:\(address.port) (systemctl edit errorbusd)? errorbusctl metrics still answers"

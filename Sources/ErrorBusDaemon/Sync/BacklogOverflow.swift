@@ -95,7 +95,7 @@ final class BacklogOverflow: Sendable {
             defer { episode = nil }
             return episode
         }) else { return }
-        let how = ended.policy == .rejectNew ? "left in the outbox for a while, all taken since" : "set aside as dead letters"
+        let how = ended.policy == .rejectNew ? "left in the outbox for a while, none waits now" : "set aside as dead letters"
         logger.notice(
             "The backlog is under its limits again: \(ended.files) file\(ended.files == 1 ? " was" : "s were") \(how), during an overflow of \(DurationText.format(.seconds(Date().timeIntervalSince(ended.since))))"
         )

@@ -72,6 +72,12 @@ struct DispatchState {
         }
     }
 
+    /// Takes the oldest claimed job that has not started, to set it aside (the backlog's
+    /// `drop-oldest`).
+    mutating func dropPending() -> OutboxJob? {
+        pending.popFirst()
+    }
+
     /// How many queued jobs one claim takes.
     var claimLimit: Int { 4 * concurrency }
 

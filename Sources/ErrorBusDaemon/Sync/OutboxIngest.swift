@@ -162,14 +162,15 @@ actor OutboxIngest {
     func ingest(_ names: [String], announced: Bool) async -> [String] {
         let inspector = self.inspector
         var unsettled: [String] = []
-        // The files of the jobs waiting, once asked for: not new files, even unseen (a start).
+        // The files of the jobs the store knows, once asked for: not new files, even unseen (a
+        // start).
         var pending: Set<String>?
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = seen.stamps(of: slice)
             if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, let room = await room(), room.isFull {
                 // No room even for the smallest file: the new ones are not even read.
-                if pending == nil { pending = await pendingFileNames() }
+                if pending == nil { pending = await knownFileNames() }
                 let waiting = pending ?? []
                 reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && !waiting.contains($0) })
                 continue
@@ -191,12 +192,17 @@ actor OutboxIngest {
     /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
     static let ingestSlice = 512
 
-    /// - Parameter pending: The files of jobs already waiting, read when a file does not fit: they
+    /// - Parameter pending: The files of jobs the store knows, read when a file does not fit: they
     ///   take no room, being no new jobs (the store finds them duplicates).
     private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, pending: inout Set<String>?) async {
         var ready: [OutboxFile] = []
         for inspection in inspections {
             let name = inspection.name
+            switch inspection.verdict {
+            case .ready, .unsettled, .unchanged: break
+            // Left out unseen while the backlog was full, it is no file to take after all.
+            default: overflow.taken(name)
+            }
             switch inspection.verdict {
             case .ready(let size, let key):
                 ready.append(OutboxFile(id: key, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
@@ -219,7 +225,7 @@ actor OutboxIngest {
             for file in ready {
                 var fits = room.take(file.size)
                 if !fits {
-                    if pending == nil { pending = await pendingFileNames() }
+                    if pending == nil { pending = await knownFileNames() }
                     fits = pending?.contains(file.fileName) == true
                 }
                 if fits {
@@ -281,10 +287,11 @@ actor OutboxIngest {
         }
     }
 
-    /// The files of the jobs waiting for delivery; none when the store cannot tell (reported).
-    private func pendingFileNames() async -> Set<String> {
+    /// The files of the jobs the store knows that may still be in the outbox; none when the store
+    /// cannot tell (reported).
+    private func knownFileNames() async -> Set<String> {
         do {
-            return try store.pendingFileNames(service: SyncService.service)
+            return try store.knownFileNames(service: SyncService.service)
         } catch {
             await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
             return []

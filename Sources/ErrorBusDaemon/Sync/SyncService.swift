@@ -37,7 +37,7 @@ actor SyncService: Service {
         var maxAge: Duration?
         var backlog = DaemonConfiguration.Sync.Backlog()
         var deadLetters = DaemonConfiguration.Sync.DeadLetters()
-        var finishedRetention: Duration? = nil
+        var deliveredRetention: Duration? = nil
 
         var ingest: OutboxIngest.Settings {
             OutboxIngest.Settings(
@@ -55,9 +55,9 @@ actor SyncService: Service {
 
     /// While the bus's parking is full, new jobs wait this long before the next try.
     static let parkingFullPause = Duration.seconds(1)
-    /// How often finished jobs beyond `sync.finished-retention` are forgotten, at most: a walk
-    /// of every finished job, too much for each minute.
-    static let finishedPruneInterval = Duration.seconds(3_600)
+    /// How often delivered jobs beyond `sync.delivered-retention` are forgotten, at most: a walk
+    /// of every delivered job, too much for each minute.
+    static let deliveredPruneInterval = Duration.seconds(3_600)
     /// How often dead letters beyond their retention are pruned, at most.
     static let pruneInterval = Duration.seconds(60)
 
@@ -95,8 +95,8 @@ actor SyncService: Service {
     private var pruneSoon = false
     /// When the retention is applied next, at the first wake-up from then on.
     private var nextPrune: TimelineInstant?
-    /// When finished jobs are forgotten next.
-    private var nextFinishedPrune: TimelineInstant?
+    /// When delivered jobs are forgotten next.
+    private var nextDeliveredPrune: TimelineInstant?
     /// `sync.max-age`, read by every attempt, parked ones included, so a reload applies to them.
     private let maxAge: AgeLimit
     /// Makes the uploader for the current settings; one uploader is shared by every job.
@@ -219,9 +219,9 @@ actor SyncService: Service {
                     nextPrune = clock.now().advanced(by: Self.pruneInterval)
                     await pruneDeadLetters()
                 }
-                if nextFinishedPrune.map({ clock.now() >= $0 }) ?? true {
-                    nextFinishedPrune = clock.now().advanced(by: Self.finishedPruneInterval)
-                    await forgetFinished()
+                if nextDeliveredPrune.map({ clock.now() >= $0 }) ?? true {
+                    nextDeliveredPrune = clock.now().advanced(by: Self.deliveredPruneInterval)
+                    await forgetDelivered()
                 }
                 if settings.backlog.isBounded, settings.backlog.overflow == .dropOldest {
                     await makeRoom()
@@ -447,9 +447,23 @@ extension SyncService {
                 }
             }
         }
+        // Then those claimed for the dispatcher and not started yet, oldest first.
+        while over(), let job = state.dropPending() {
+            do {
+                try store.markDeadLettered(job.id, reason: reason, incident: nil)
+                files -= 1
+                bytes -= job.size
+                dropped += 1
+                deadLetterWindow.record()
+                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
+            } catch {
+                await StoreFailure.report(error, doing: "set aside \(job.fileName) for room", bus: bus, logger: logger)
+                break
+            }
+        }
         if over() {
             do {
-                let queued = try store.dropOldestQueued(maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
+                let queued = try store.dropOldestQueued(service: Self.service, maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
                 dropped += queued.count
                 deadLetterWindow.record(queued.count)
                 for job in queued { logger.info("\(job.fileName) set aside as a dead letter: \(reason)") }
@@ -458,19 +472,22 @@ extension SyncService {
             }
         }
         overflow.record(dropped, limits)
+        // More dead letters: the retention may have some to give up.
+        if dropped > 0 { pruneSoon = true }
         // Dead letters as any other, whose cause is no incident but the backlog's limit.
         Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: dropped)
     }
 
     // MARK: - Retention
 
-    /// Forgets the delivered and discarded jobs beyond `sync.finished-retention`.
-    func forgetFinished() async {
-        guard let retention = settings.finishedRetention else { return }
+    /// Forgets the delivered jobs beyond `sync.delivered-retention`. Discarded ones stay: their
+    /// files are still in the outbox, and the row is what keeps them from being sent.
+    func forgetDelivered() async {
+        guard let retention = settings.deliveredRetention else { return }
         do {
-            let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval))
+            let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval), deliveredOnly: true)
             if forgotten > 0 {
-                logger.info("\(forgotten) finished jobs forgotten: delivered or discarded more than sync.finished-retention (\(DurationFormat.format(retention))) ago")
+                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationFormat.format(retention))) ago")
             }
         } catch {
             await StoreFailure.report(error, doing: "forget finished jobs", bus: bus, logger: logger)

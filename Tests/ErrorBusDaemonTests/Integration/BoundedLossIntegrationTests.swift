@@ -51,23 +51,27 @@ struct BoundedLossIntegrationTests {
                 try daemon.drop("item-\(number).bin", content: Daemon.content(number))
                 try await daemon.waitForLog("left in the outbox for want of room in the backlog", count: number - 2)
             }
+            // Left out unseen too while there is no room, and no file to take once there is.
+            try FileManager.default.createDirectory(atPath: daemon.outbox + "/archive.d", withIntermediateDirectories: false)
+            try await daemon.waitForLog("left in the outbox for want of room in the backlog", count: 4)
             let status = try await Self.status(daemon)
             #expect(status.backlog.files == 3 && status.backlog.maxFiles == 3 && status.backlog.overflow == "reject-new")
-            #expect(status.backlog.rejectedFiles == 3)
-            #expect(try daemon.outboxFiles().count == 6)
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject-new"} 3"#))
+            #expect(status.backlog.rejectedFiles == 4)
+            #expect(try daemon.outboxFiles().count == 7)
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject-new"} 4"#))
             // Told once, not once per file.
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
             // Once the API is back, deliveries make room and the files left out are taken.
             let back = Date()
             try await sandbox.clearFaults()
-            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0 == ["archive.d"] }
             #expect(try await sandbox.items().count == 6)
             // A file left out arrived when it was left out, not when it was taken at last.
             let waited = try #require(try Daemon.store(of: daemon).jobs(.delivered).first { $0.fileName == "item-5.bin" })
             #expect(Double(waited.createdAt) / 1000 < back.timeIntervalSince1970)
-            try await daemon.waitForLog("The backlog is under its limits again: 3 files were left in the outbox for a while, all taken since")
+            try await daemon.waitForLog("The backlog is under its limits again: 4 files were left in the outbox for a while, none waits now")
+            #expect(try await Self.status(daemon).backlog.rejectedFiles == 0)
         }
     }
 
@@ -136,25 +140,31 @@ struct BoundedLossIntegrationTests {
         }
     }
 
-    @Test func finishedJobsAreForgottenAfterTheRetention() async throws {
-        try await Daemon.withDaemon { _, daemon in
+    @Test func deliveredJobsAreForgottenAfterTheRetentionDiscardedOnesKept() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
             for number in 0..<3 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            // A dead letter an operator discards: its file stays in the outbox, never to be sent.
+            try await sandbox.fault(#"{"route":"items","mode":"invalid","detail":"no"}"#)
+            try daemon.drop("bad.bin", content: Daemon.content(9))
+            try await daemon.waitForLog("set aside as a dead letter: ")
+            #expect(try await Ctl.ctl(daemon, "discard", "--dead-letters").status == 0)
+            try await sandbox.clearFaults()
             #expect(try await daemon.stop().status == 0)
-            #expect(try Daemon.store(of: daemon).count(.delivered) == 3)
-            // Thirty-one days pass for two of them, as far as the store can tell.
+            // Thirty-one days pass for every job, as far as the store can tell.
             let database = try DatabaseQueue(path: daemon.stateDirectory + "/" + JobStore.databaseFileName)
             try await database.write { db in
-                try db.execute(
-                    sql: "UPDATE job SET updatedAt = updatedAt - ? WHERE fileName IN ('item-0.bin', 'item-1.bin')",
-                    arguments: [Int64(31 * 86_400_000)]
-                )
+                try db.execute(sql: "UPDATE job SET updatedAt = updatedAt - ?", arguments: [Int64(31 * 86_400_000)])
             }
             try database.close()
-            // The start's first pass forgets them (sync.finished-retention: 30d by default).
+            // The start's first pass forgets the delivered ones (sync.delivered-retention: 30d by
+            // default) and keeps the discarded one, the record that keeps bad.bin from being sent.
             try await daemon.start()
-            try await daemon.waitForLog("2 finished jobs forgotten: delivered or discarded more than sync.finished-retention (30d) ago")
-            #expect(try Daemon.store(of: daemon).jobs(.delivered).map(\.fileName) == ["item-2.bin"])
+            try await daemon.waitForLog("3 delivered jobs forgotten: delivered more than sync.delivered-retention (30d) ago")
+            let store = try Daemon.store(of: daemon)
+            #expect(try store.count(.delivered) == 0)
+            #expect(try store.jobs(.discarded).map(\.fileName) == ["bad.bin"])
+            #expect(try daemon.outboxFiles() == ["bad.bin"])
         }
     }
 
