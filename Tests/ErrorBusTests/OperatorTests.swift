@@ -65,6 +65,34 @@ struct OperatorTests {
         }
     }
 
+    @Test func anOwnerSetsOneParkedJobAsideAsADeadLetter() async throws {
+        try await withRunningBus { bus, _, _ in
+            let stopped = OneShotBox<JobStopped>()
+            for number in 0..<3 {
+                _ = await bus.submit(.sync(number)) { throw TestFailure.transient } completion: { outcome in
+                    if case .stopped(let stop) = outcome { stopped.set(stop) }
+                }
+            }
+            let id = try #require(await bus.snapshot().incidents.first?.id)
+            let failure = Failure(
+                category: .invalid(reason: "over a limit"),
+                scope: "api",
+                cause: "backlogFull",
+                service: "sync",
+                text: OperatorText(title: "Dropped to make room", message: "the backlog was full.")
+            )
+            try await bus.deadLetter(job: "item-1", service: "sync", failure: failure)
+            let stop = try #require(await stopped.value)
+            #expect(stop.reason == .deadLettered)
+            #expect(stop.failure?.cause == "backlogFull" && stop.failure?.text.title == "Dropped to make room")
+            #expect(stop.incident == id)
+            #expect(try await bus.parkedJobs(in: id).map(\.id) == ["item-0", "item-2"])
+            await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: "item-1")) {
+                try await bus.deadLetter(job: "item-1", service: "sync", failure: failure)
+            }
+        }
+    }
+
     @Test func cancellingOneParkedJob() async throws {
         try await withRunningBus { bus, _, _ in
             let cancelled = OneShotBox<JobStopped>()

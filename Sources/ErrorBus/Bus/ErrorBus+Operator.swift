@@ -68,6 +68,16 @@ extension ErrorBus {
         await command.completion(.stopped(stopped))
     }
 
+    /// Stops one held job (parked, or waiting for the retry budget) as a dead letter for
+    /// `failure`: its owner sets it aside for a reason of its own (a limit on how much may wait,
+    /// say) instead of letting it wait for its incident. Its completion is given
+    /// ``JobStopped/Reason/deadLettered`` with `failure`, as a rejected job's is.
+    public nonisolated func deadLetter(job id: String, service: String, failure: Failure) async throws(ErrorBusError) {
+        let (command, incident) = try await takeParked(job: id, service: service)
+        let stopped = JobStopped(evaluation: .cancel, reason: .deadLettered, failure: failure, incident: incident)
+        await command.completion(.stopped(stopped))
+    }
+
     private func takeParked(job id: String, service: String) throws(ErrorBusError) -> (Command, IncidentID?) {
         let matches: (Command) -> Bool = { $0.job.id == id && $0.job.service == service }
         if let index = budgetWaiters.firstIndex(where: matches) {

@@ -88,9 +88,6 @@ actor SyncService: Service {
     /// most once a minute, not once per dead letter of a burst.
     private var prunedUntold = (overCount: 0, tooOld: 0)
     private var lastPruneTold: TimelineInstant?
-    /// Held jobs cancelled in the bus to make room (`drop-oldest`): their cancellation is
-    /// recorded as a dead letter with this reason, not as an operator's discard.
-    private var dropping: [String: String] = [:]
     /// A dead letter went over `sync.dead-letters.max-count`: prune before the next periodic pass.
     private var pruneSoon = false
     /// When the retention is applied next, at the first wake-up from then on.
@@ -223,7 +220,7 @@ actor SyncService: Service {
                     nextDeliveredPrune = clock.now().advanced(by: Self.deliveredPruneInterval)
                     await forgetDelivered()
                 }
-                if settings.backlog.isBounded, settings.backlog.overflow == .dropOldest {
+                if settings.backlog.dropsOldest {
                     await makeRoom()
                 } else if overflow.isOngoing, let backlog = try? store.backlog(service: Self.service) {
                     // Deliveries make room: the overflow may be over.
@@ -369,20 +366,12 @@ actor SyncService: Service {
             case .deadLettered:
                 let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
                 try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
-                deadLetterWindow.record()
                 if stopped.failure?.cause == JobTooOld.cause { expired.increment() }
-                // One line per job, so not above info: the incident's entries tell the story.
-                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
+                setAside([job.fileName], reason)
                 if try store.counts(service: Self.service).deadLettered > settings.deadLetters.maxCount {
                     pruneSoon = true
                     wake.yield()
                 }
-            case .cancelledByOperator where dropping[job.id] != nil:
-                let reason = dropping[job.id]!
-                try store.markDeadLettered(job.id, reason: reason, incident: nil)
-                dropping[job.id] = nil
-                deadLetterWindow.record()
-                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
             case .discarded, .cancelledByOperator:
                 try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
             case .parkingFull:
@@ -424,7 +413,12 @@ extension SyncService {
             overflow.endIfUnder(backlog, limits)
             return
         }
-        let reason = "dropped to make room for newer files: the backlog was over \(BacklogOverflow.describe(limits)) (sync.backlog.overflow: drop-oldest)"
+        let text = OperatorText(
+            title: "Dropped to make room",
+            message: "the backlog was over \(BacklogOverflow.describe(limits)), and newer files go first (sync.backlog.overflow: drop-oldest)."
+        )
+        // As ``ended(_:_:)`` words a dead letter's reason.
+        let reason = "\(text.title): \(text.message)"
         var dropped = 0
         // The bus holds the oldest: they were submitted first. In its order, a page at a time.
         let held = await bus.heldJobs(service: Self.service).map(\.job.id)
@@ -433,18 +427,21 @@ extension SyncService {
             let page = Array(held[start..<min(start + 256, held.count)])
             start += page.count
             let jobs = (try? store.jobs(ids: page)) ?? []
-            for job in jobs where over() && dropping[job.id] == nil {
-                dropping[job.id] = reason
-                do {
-                    // Its completion records it as a dead letter with the reason.
-                    try await bus.cancel(job: job.id, service: Self.service)
-                    files -= 1
-                    bytes -= job.size
-                    dropped += 1
-                } catch {
-                    // Released or finished meanwhile.
-                    dropping[job.id] = nil
+            for job in jobs where over() {
+                let failure = Failure(
+                    category: .invalid(reason: "over the backlog's limit"),
+                    scope: settings.host,
+                    cause: "backlogFull",
+                    service: Self.service,
+                    text: text
+                )
+                // Its completion records it as a dead letter, as a rejected job's does.
+                guard (try? await bus.deadLetter(job: job.id, service: Self.service, failure: failure)) != nil else {
+                    continue  // released or finished meanwhile
                 }
+                files -= 1
+                bytes -= job.size
+                dropped += 1
             }
         }
         // Then those claimed for the dispatcher and not started yet, oldest first.
@@ -454,8 +451,7 @@ extension SyncService {
                 files -= 1
                 bytes -= job.size
                 dropped += 1
-                deadLetterWindow.record()
-                logger.info("\(job.fileName) set aside as a dead letter: \(reason)")
+                setAside([job.fileName], reason)
             } catch {
                 await StoreFailure.report(error, doing: "set aside \(job.fileName) for room", bus: bus, logger: logger)
                 break
@@ -465,8 +461,7 @@ extension SyncService {
             do {
                 let queued = try store.dropOldestQueued(service: Self.service, maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
                 dropped += queued.count
-                deadLetterWindow.record(queued.count)
-                for job in queued { logger.info("\(job.fileName) set aside as a dead letter: \(reason)") }
+                setAside(queued.map(\.fileName), reason)
             } catch {
                 await StoreFailure.report(error, doing: "drop the oldest queued files", bus: bus, logger: logger)
             }
@@ -476,6 +471,13 @@ extension SyncService {
         if dropped > 0 { pruneSoon = true }
         // Dead letters as any other, whose cause is no incident but the backlog's limit.
         Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: dropped)
+    }
+
+    /// What every dead letter sync records is told: the journal's line per file (info: the
+    /// incident's entries tell the story) and the health check's hour.
+    private func setAside(_ fileNames: [String], _ reason: String) {
+        deadLetterWindow.record(fileNames.count)
+        for fileName in fileNames { logger.info("\(fileName) set aside as a dead letter: \(reason)") }
     }
 
     // MARK: - Retention

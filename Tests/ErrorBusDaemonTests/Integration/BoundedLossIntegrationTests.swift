@@ -95,7 +95,7 @@ struct BoundedLossIntegrationTests {
             try await Ctl.outage(sandbox, daemon, count: 3)
             for number in 3..<6 {
                 try daemon.drop("item-\(number).bin", content: Daemon.content(number))
-                try await daemon.waitForLog("set aside as a dead letter: dropped to make room", count: number - 2)
+                try await daemon.waitForLog("set aside as a dead letter: Dropped to make room: ", count: number - 2)
             }
             let dead = try Daemon.store(of: daemon).jobs(.deadLettered)
             #expect(dead.count == 3)
