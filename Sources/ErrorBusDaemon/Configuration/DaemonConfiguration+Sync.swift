@@ -58,6 +58,10 @@ extension DaemonConfiguration {
 
             /// Whether any bound is set.
             package var isBounded: Bool { maxBytes != nil || maxFiles != nil }
+            /// Whether new files are left in the outbox when there is no room.
+            package var rejectsNew: Bool { isBounded && overflow == .rejectNew }
+            /// Whether the oldest files waiting are set aside to make room.
+            package var dropsOldest: Bool { isBounded && overflow == .dropOldest }
         }
 
         /// The retention of dead letters: beyond it the oldest are given up, their files removed.

@@ -168,7 +168,7 @@ actor OutboxIngest {
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
             let known = seen.stamps(of: slice)
-            if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, let room = await room(), room.isFull {
+            if settings.backlog.rejectsNew, let room = await room(), room.isFull {
                 // No room even for the smallest file: the new ones are not even read.
                 if pending == nil { pending = await knownFileNames() }
                 let waiting = pending ?? []
@@ -220,7 +220,7 @@ actor OutboxIngest {
                 continue
             }
         }
-        if settings.backlog.isBounded, settings.backlog.overflow == .rejectNew, !ready.isEmpty, var room = await room() {
+        if settings.backlog.rejectsNew, !ready.isEmpty, var room = await room() {
             var taken: [OutboxFile] = []
             for file in ready {
                 var fits = room.take(file.size)
