@@ -27,9 +27,27 @@ let package = Package(
     products: [
         .library(name: "ErrorBus", targets: ["ErrorBus"]),
         .library(name: "ErrorBusTesting", targets: ["ErrorBusTesting"]),
+        .library(name: "ErrorBusHTTP", targets: ["ErrorBusHTTP"]),
+        .library(name: "Varlink", targets: ["Varlink"]),
         .executable(name: "errorbusd", targets: ["errorbusd"]),
         .executable(name: "errorbus-sandbox", targets: ["errorbus-sandbox"]),
         .executable(name: "errorbusctl", targets: ["errorbusctl"]),
+    ],
+    traits: [
+        .trait(
+            name: "HTTP",
+            description: "The ErrorBusHTTP library: AsyncHTTPClient's failures as the bus's categories."
+        ),
+        .trait(
+            name: "Varlink",
+            description: "The Varlink library: a Varlink server and client on SwiftNIO."
+        ),
+        .trait(
+            name: "Daemon",
+            description: "errorbusd, errorbusctl, the sandbox API and the tests: everything in this repository.",
+            enabledTraits: ["HTTP", "Varlink"]
+        ),
+        .default(enabledTraits: ["Daemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -54,22 +72,31 @@ let package = Package(
         // The configuration file's parser: the daemon walks the tree itself to reject unknown keys
         // with the line they are on.
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        // `swift package generate-documentation`: ErrorBus's and Varlink's DocC catalogs. A
+        // plugin no target uses, so packages depending on errorbus do not resolve it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // MARK: The bus
 
-        // Categories, failures, incidents, policies, the bus actor and its events. No I/O.
+        // Categories, failures, incidents, policies, the bus actor and its events, the bus as a
+        // service and its incident log lines and counters. No I/O.
         .target(
             name: "ErrorBus",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // A manual clock and helpers for testing code that runs on an ErrorBus.
+        // A manual clock, a bus run for a test, its events, scripted probes and authenticators.
         .target(
             name: "ErrorBusTesting",
-            dependencies: ["ErrorBus"]
+            dependencies: [
+                "ErrorBus",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ErrorBusTests",
@@ -78,6 +105,9 @@ let package = Package(
                 "ErrorBusTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -371,6 +401,23 @@ let package = Package(
         ),
     ]
 )
+
+// Every package but those ErrorBus and ErrorBusTesting need is behind a trait, so that a package
+// depending on errorbus with `traits: []` resolves and clones only swift-log, swift-collections,
+// swift-metrics and swift-service-lifecycle (and theirs), and is bound by no other version
+// range. Varlink needs the trait `Varlink` (SwiftNIO), ErrorBusHTTP the trait `HTTP`
+// (AsyncHTTPClient); everything else is the daemon's (`Daemon`, on by default).
+let libraryPackages: Set = ["swift-log", "swift-collections", "swift-metrics", "swift-service-lifecycle"]
+let traitOfTarget = ["Varlink": "Varlink", "ErrorBusHTTP": "HTTP"]
+for target in package.targets {
+    let trait = traitOfTarget[target.name] ?? "Daemon"
+    target.dependencies = target.dependencies.map { dependency in
+        guard case .productItem(let name, let package?, let moduleAliases, nil) = dependency,
+              !libraryPackages.contains(package)
+        else { return dependency }
+        return .productItem(name: name, package: package, moduleAliases: moduleAliases, condition: .when(traits: [trait]))
+    }
+}
 
 for target in package.targets where [.executable, .test, .regular].contains(target.type) {
     var settings = target.swiftSettings ?? []

@@ -9,7 +9,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct ConcurrencySlotTests {
     @Test func aScopeNeverRunsMoreJobsThanItsLimitAndStartsSlow() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .init(maximum: 4)
         try await withRunningBus(configuration: configuration) { bus, _, _ in
             let gauge = Gauge()
@@ -32,7 +32,7 @@ struct ConcurrencySlotTests {
     }
 
     @Test func backPressureHalvesTheLimitAndTheReleaseStartsSlow() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .init(maximum: 16)
         try await withRunningBus(configuration: configuration) { bus, clock, events in
             // Fifteen successes: slow start from one to the maximum.
@@ -56,8 +56,8 @@ struct ConcurrencySlotTests {
             // The cause is gone: the parked jobs are released through the limit, from one.
             down.set(false)
             gauge.reset()
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            await events.next(.incidentResolved)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            try await events.next(.incidentResolved)
             let after = try #require(await bus.snapshot().concurrency.first)
             #expect(!after.isHeld && after.inFlight == 0)
             // The canary and the 39 other parked jobs; the old fixed release ran 16 at once.
@@ -67,7 +67,7 @@ struct ConcurrencySlotTests {
     }
 
     @Test func runsWaitingForASlotParkWhenAnIncidentHoldsTheScope() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(1)
         try await withRunningBus(configuration: configuration) { bus, _, _ in
             let (opened, open) = AsyncStream<Void>.makeStream()
@@ -91,7 +91,7 @@ struct ConcurrencySlotTests {
     }
 
     @Test func aRunWaitingForASlotCanBeCancelled() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(1)
         try await withRunningBus(configuration: configuration) { bus, _, _ in
             let (opened, open) = AsyncStream<Void>.makeStream()

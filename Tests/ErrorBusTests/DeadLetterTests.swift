@@ -36,8 +36,8 @@ struct DeadLetterTests {
             }
 
             clock.advance(by: .seconds(60))
-            await events.next(.incidentResolved)
-            let closed = await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
+            let closed = try await events.next(.incidentResolved)
             #expect(closed.incident?.resolution == .closed)
             #expect(events.count(of: .jobDeadLettered) == 6)
             #expect(await bus.snapshot().incidents.isEmpty)
@@ -50,7 +50,7 @@ struct DeadLetterTests {
             do throws(JobStopped) {
                 _ = try await bus.perform(.sync(1)) { () async throws -> Void in throw rejected }
             } catch {}
-            let deadLettered = await events.next(.jobDeadLettered)
+            let deadLettered = try await events.next(.jobDeadLettered)
             let kinds = events.seen.map(\.kind)
             #expect(kinds.firstIndex(of: .incidentOpened).map { $0 < kinds.count - 1 } == true, "\(kinds)")
             #expect(deadLettered.incident?.id == events.seen.first { $0.kind == .incidentOpened }?.incident?.id)

@@ -28,7 +28,7 @@ struct EventStreamTests {
                 outcome.yield((result, await bus.snapshot().incidents.map(\.state)))
                 outcome.finish()
             }
-            await events.next(.policyScheduled)
+            try await events.next(.policyScheduled)
             await clock.sleepers(atLeast: 1)
             clock.advanceToNextDeadline()
             var received = outcomes.makeAsyncIterator()
@@ -40,7 +40,7 @@ struct EventStreamTests {
             // Still the canary's incident, not resolved yet: a subscriber that acts on the
             // resolution (cancels the caller, say) cannot change the result the caller is owed.
             #expect(incidentStates == [.canary])
-            await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
         }
     }
 
@@ -64,7 +64,7 @@ struct EventStreamTests {
             #expect(kept.compactMap(\.incident?.fingerprint.scope).suffix(2) == ["host-999", "host-999"])
 
             // A subscriber that keeps up loses nothing.
-            for _ in 0..<incidents { await events.next(.policyScheduled) }
+            for _ in 0..<incidents { try await events.next(.policyScheduled) }
             #expect(events.seen.count == emitted)
             #expect(events.subscription.droppedEvents == 0)
         }

@@ -15,15 +15,15 @@ struct HeldJobTests {
                     if apiDown.isSet { throw TestFailure.transient }
                 } completion: { outcomes.record(number, $0) }
             }
-            let outage = try #require(await events.next(.incidentOpened).incident)
+            let outage = try #require(try await events.next(.incidentOpened).incident)
             #expect(await bus.heldJobs().map(\.incident) == [outage.id, outage.id, outage.id])
 
             // An operator pauses sync while the API is down: when the outage's canary succeeds,
             // its release finds sync held by the pause, and parks the other two there.
             let pause = await bus.pause("sync")
             apiDown.set(false)
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            #expect(await events.next(.incidentResolved).incident?.id == outage.id)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            #expect(try await events.next(.incidentResolved).incident?.id == outage.id)
             #expect(await outcomes.next() == "0 succeeded")
 
             #expect(await bus.heldJob(id: Job.sync(1).id, service: "sync") == HeldJob(job: .sync(1), incident: pause))
@@ -46,7 +46,7 @@ struct HeldJobTests {
     }
 
     @Test func aRetryWaitingForTheBudgetIsHeldWithoutAnIncidentAndRunsWhenRetried() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.retryBudget = .init(successRatio: 0, floorPerMinute: 1, capacity: 1)
         try await withRunningBus(configuration: configuration) { bus, _, events in
             await bus.connect(ClosureResponder { _, _ in .handle(.retry) }, to: "sync")
@@ -58,7 +58,7 @@ struct HeldJobTests {
                     if runs.increment() <= 3 { throw TestFailure.transient }
                 } completion: { outcomes.record(number, $0) }
             }
-            await events.next(.budgetExhausted)
+            try await events.next(.budgetExhausted)
             #expect(await bus.heldJobs(service: "sync").contains(HeldJob(job: .sync(1), incident: nil)))
             let waiting = await bus.heldJobs(service: "sync")
             #expect(waiting.allSatisfy { $0.incident == nil })

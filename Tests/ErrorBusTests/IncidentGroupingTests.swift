@@ -8,7 +8,7 @@ struct IncidentGroupingTests {
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
         // Ten thousand at once: no concurrency limit in the way.
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(10_000)
         try await withRunningBus(configuration: configuration, clock: clock, probe: probe) { bus, clock, events in
             let jobs = 10_000
@@ -44,9 +44,9 @@ struct IncidentGroupingTests {
             #expect(snapshot.parkedByService["sync"]?[.unreachable] == jobs)
 
             down.set(false)
-            let scheduled = await events.next(.policyScheduled)
+            let scheduled = try await events.next(.policyScheduled)
             clock.advance(by: try #require(scheduled.incident?.next?.delay))
-            let resolved = try #require(await events.next(.incidentResolved).incident)
+            let resolved = try #require(try await events.next(.incidentResolved).incident)
             #expect(resolved.resolution == .recovered)
             #expect(resolved.failures == jobs)
             #expect(resolved.released == jobs)
@@ -89,7 +89,7 @@ struct IncidentGroupingTests {
     /// jobs park under it without running.
     @Test(arguments: [(ErrorBusConfiguration.Grouping.byCause, 1), (.perJob, 5)])
     func groupingDecidesHowManyIncidentsOneCauseOpens(grouping: ErrorBusConfiguration.Grouping, incidents: Int) async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.grouping = grouping
         let probe = ScriptedProbe(clock: ManualClock(), otherwise: .unreachable(reason: "down"))
         try await withRunningBus(configuration: configuration, probe: probe) { bus, _, events in
@@ -111,7 +111,7 @@ struct IncidentGroupingTests {
             #expect(snapshot.parkedJobs == 5)
             #expect(Set(snapshot.incidents.map(\.fingerprint)).count == incidents)
             #expect(snapshot.incidents.allSatisfy { $0.fingerprint.scope == "api.test" && $0.fingerprint.kind == .unreachable })
-            for _ in 0..<incidents { await events.next(.incidentOpened) }
+            for _ in 0..<incidents { try await events.next(.incidentOpened) }
             #expect(events.count(of: .incidentOpened) == incidents)
         }
     }
@@ -132,7 +132,7 @@ struct IncidentGroupingTests {
             #expect(ids.count == 1)
             let snapshot = await bus.snapshot()
             #expect(snapshot.incidents.map(\.failures) == [100_000])
-            await events.next(.policyScheduled)
+            try await events.next(.policyScheduled)
             #expect(events.seen.map(\.kind) == [.incidentOpened, .policyScheduled])
         }
     }
@@ -145,7 +145,7 @@ struct IncidentGroupingTests {
                 Issue.record("an uncategorised error should park its job, got \(submission)")
                 return
             }
-            let opened = try #require(await events.next(.incidentOpened).incident)
+            let opened = try #require(try await events.next(.incidentOpened).incident)
             #expect(opened.category == .transient)
             #expect(opened.fingerprint.cause == "Opaque")
             #expect(opened.text.title == "Unexpected error")

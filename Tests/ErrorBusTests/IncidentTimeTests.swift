@@ -11,7 +11,7 @@ struct IncidentTimeTests {
         try await withRunningBus { bus, clock, events in
             let before = Date()
             _ = await bus.submit(.sync(0)) { throw TestFailure.transient } completion: { _ in }
-            let opened = try #require(await events.next(.incidentOpened).incident)
+            let opened = try #require(try await events.next(.incidentOpened).incident)
             #expect(opened.openedAt >= before && opened.openedAt <= Date())
             #expect(opened.closedAt == nil)
 
@@ -20,7 +20,7 @@ struct IncidentTimeTests {
             #expect(try await bus.incident(opened.id).openedAt == opened.openedAt)
 
             try await bus.discard(incident: opened.id)
-            let resolved = try #require(await events.next(.incidentResolved).incident)
+            let resolved = try #require(try await events.next(.incidentResolved).incident)
             let closedAt = try #require(resolved.closedAt)
             #expect(closedAt >= opened.openedAt && closedAt <= Date())
             // Read again later, a resolved incident keeps the time it was closed.

@@ -24,7 +24,7 @@ struct OperatorTests {
             #expect(runs.count == 0)
             #expect(await bus.snapshot().incidents.first?.state == .paused)
             #expect(await bus.resume("sync") == 1)
-            let resolved = await events.next(.incidentResolved)
+            let resolved = try await events.next(.incidentResolved)
             #expect(resolved.incident?.released == 1)
             #expect(runs.count == 1)
         }
@@ -38,13 +38,13 @@ struct OperatorTests {
             _ = await bus.submit(.sync(0)) {
                 if diskFull.isSet { throw TestFailure(.fatal, cause: "ENOSPC") }
             } completion: { _ in }
-            let opened = try #require(await events.next(.incidentOpened).incident)
+            let opened = try #require(try await events.next(.incidentOpened).incident)
             #expect(opened.fingerprint.scope == "sync")
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            #expect(await events.next(.probeFailed).reason == "disk still full")
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            #expect(try await events.next(.probeFailed).reason == "disk still full")
             diskFull.set(false)
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            await events.next(.incidentResolved)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            try await events.next(.incidentResolved)
         }
     }
 
@@ -59,7 +59,7 @@ struct OperatorTests {
             let id = try #require(await bus.snapshot().incidents.first?.id)
             #expect(try await bus.discard(incident: id) == 4)
             #expect(stops.values == [0, 1, 2, 3])
-            #expect(await events.next(.incidentResolved).incident?.resolution == .discarded)
+            #expect(try await events.next(.incidentResolved).incident?.resolution == .discarded)
             #expect(await bus.snapshot().parkedJobs == 0)
             await #expect(throws: ErrorBusError.noSuchIncident(id)) { try await bus.discard(incident: id) }
         }
@@ -136,7 +136,7 @@ struct OperatorTests {
 
     @Test func stoppingTheBusEndsEveryWaitingJob() async throws {
         let bus = ErrorBus(
-            configuration: .forTests,
+            configuration: .forTesting,
             clock: ManualClock(),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )

@@ -5,7 +5,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct ParkingTests {
     @Test func parkingOverflowIsExplicitAndCounted() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.maxParkedJobs = 3
         try await withRunningBus(configuration: configuration) { bus, _, events in
             var submissions: [Submission] = []
@@ -20,10 +20,10 @@ struct ParkingTests {
             #expect(refused.count == 2)
             #expect(refused.allSatisfy { $0.reason == .parkingFull && $0.evaluation == .cancel && $0.incident != nil })
 
-            let overflow = await events.next(.parkingOverflow)
+            let overflow = try await events.next(.parkingOverflow)
             #expect(overflow.job == .sync(3))
             #expect(overflow.reason?.contains("3 jobs") == true)
-            await events.next(.parkingOverflow)
+            try await events.next(.parkingOverflow)
             let snapshot = await bus.snapshot()
             #expect(snapshot.overflowedJobs == 2)
             #expect(snapshot.parkedJobs == 3)
@@ -31,7 +31,7 @@ struct ParkingTests {
     }
 
     @Test func aCanaryWaitsForTheRetryBudget() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.retryBudget = .init(successRatio: 0, floorPerMinute: 1, capacity: 1)
         configuration.backoff = .init(base: .milliseconds(1), factor: 1, cap: .milliseconds(1))
         try await withRunningBus(configuration: configuration) { bus, clock, events in
@@ -40,16 +40,16 @@ struct ParkingTests {
                 if runs.record() <= 2 { throw TestFailure.transient }
             } completion: { _ in }
             // First canary: the only token.
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            await events.next(.canaryFailed)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            try await events.next(.canaryFailed)
             // Second canary: no token left; it waits for the floor's next one, a minute later.
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            let exhausted = await events.next(.budgetExhausted)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            let exhausted = try await events.next(.budgetExhausted)
             let wait = try #require(exhausted.delay)
             #expect(wait > .seconds(59) && wait <= .seconds(60))
             #expect(runs.times.count == 2)
             clock.advance(by: wait)
-            await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
             #expect(runs.times.count == 3)
         }
     }

@@ -12,7 +12,7 @@ struct RateLimitTests {
                     if runs.record() == 1 { throw TestFailure(.rateLimited(retryAfter: .seconds(7)), cause: "http429") }
                 } completion: { _ in }
             }
-            let scheduled = try #require(await events.next(.policyScheduled).incident?.next)
+            let scheduled = try #require(try await events.next(.policyScheduled).incident?.next)
             #expect(scheduled.step == .canary)
             #expect(scheduled.delay >= .seconds(7))
             #expect(scheduled.delay <= .seconds(10.5))  // the jitter adds up to half
@@ -23,7 +23,7 @@ struct RateLimitTests {
             #expect(runs.times == [.seconds(0)])
 
             clock.advanceToNextDeadline()
-            let resolved = try #require(await events.next(.incidentResolved).incident)
+            let resolved = try #require(try await events.next(.incidentResolved).incident)
             #expect(resolved.released == 5)
             let canary = try #require(runs.times.dropFirst().first)
             #expect(canary >= .seconds(7))
@@ -31,7 +31,7 @@ struct RateLimitTests {
     }
 
     @Test func aLongerHintFromAJoiningFailurePushesTheCanaryBackAndAShorterOneDoesNot() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.rateLimit.jitter = 0
         try await withRunningBus(configuration: configuration) { bus, clock, events in
             @Sendable func limited(_ seconds: Int64) -> TestFailure {
@@ -41,7 +41,7 @@ struct RateLimitTests {
             _ = await bus.submit(.sync(0)) {
                 if runs.record() == 1 { throw limited(5) }
             } completion: { _ in }
-            #expect(await events.next(.policyScheduled).incident?.next?.delay == .seconds(5))
+            #expect(try await events.next(.policyScheduled).incident?.next?.delay == .seconds(5))
             await bus.report(Failure(limited(2), job: .sync(1)))
             await bus.report(Failure(limited(20), job: .sync(2)))
             #expect(await bus.snapshot().incidents.first?.next?.delay == .seconds(20))
@@ -55,7 +55,7 @@ struct RateLimitTests {
             #expect(runs.times == [.seconds(0)])
 
             clock.advanceToNextDeadline()
-            await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
             #expect(runs.times == [.seconds(0), .seconds(20)])
             #expect(events.count(of: .policyScheduled) == 1)
         }

@@ -21,7 +21,7 @@ struct ReachabilityTests {
             var probeCalls = probe.calls.makeAsyncIterator()
             var delays: [Duration] = []
             for interval: Int64 in [1, 2, 4, 8] {
-                let scheduled = try #require(await events.next(.policyScheduled).incident?.next)
+                let scheduled = try #require(try await events.next(.policyScheduled).incident?.next)
                 // Full jitter: anywhere from nothing to the interval.
                 #expect(scheduled.step == .probe && scheduled.delay <= .seconds(interval))
                 delays.append(scheduled.delay)
@@ -29,7 +29,7 @@ struct ReachabilityTests {
                 clock.advance(by: scheduled.delay)
                 _ = await probeCalls.next()
             }
-            await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
             // Each probe when its wait ended.
             #expect(probe.callTimes == delays.indices.map { index in ManualClock.Instant(offset: delays[...index].reduce(.zero, +)) })
             #expect(events.count(of: .probeFailed) == 3)
@@ -38,7 +38,7 @@ struct ReachabilityTests {
     }
 
     @Test func probeIntervalStopsGrowingAtTheCap() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.reachability = .init(initialInterval: .seconds(1), factor: 2, maximumInterval: .seconds(30))
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock, otherwise: .unreachable(reason: "no route to host"))
@@ -46,7 +46,7 @@ struct ReachabilityTests {
             await bus.report(Failure(TestFailure.unreachable, job: .sync(0)))
             var delays: [Duration] = []
             for _ in 0..<8 {
-                let delay = try #require(await events.next(.policyScheduled).incident?.next?.delay)
+                let delay = try #require(try await events.next(.policyScheduled).incident?.next?.delay)
                 delays.append(delay)
                 clock.advance(by: delay)
             }
@@ -57,29 +57,29 @@ struct ReachabilityTests {
     }
 
     @Test func aNetworkChangeProbesWithinItsSpread() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.reachability.initialInterval = .seconds(60)
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
         try await withRunningBus(configuration: configuration, clock: clock, probe: probe) { bus, clock, events in
             clock.advance(by: .seconds(100))
             await bus.report(Failure(TestFailure.unreachable, job: .sync(0)))
-            let first = try #require(await events.next(.policyScheduled).incident?.next?.delay)
+            let first = try #require(try await events.next(.policyScheduled).incident?.next?.delay)
             await bus.networkChanged()
             // Sooner than the schedule, within the second the spread allows (unless the schedule
             // was sooner still).
-            let soon = try #require(await events.next(.policyScheduled).incident?.next?.delay)
+            let soon = try #require(try await events.next(.policyScheduled).incident?.next?.delay)
             #expect(soon <= .seconds(1) && soon < first)
             clock.advance(by: soon)
             var calls = probe.calls.makeAsyncIterator()
             #expect(await calls.next() == ManualClock.Instant(offset: .seconds(100) + soon))
-            let resolved = await events.next(.incidentResolved)
+            let resolved = try await events.next(.incidentResolved)
             #expect(resolved.incident?.resolution == .recovered)
         }
     }
 
     @Test func releaseStopsWhenTheCauseReturnsMidRelease() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(1)
         let clock = ManualClock()
         let probe = ScriptedProbe(clock: clock)
@@ -99,8 +99,8 @@ struct ReachabilityTests {
 
             down.set(false)
             clock.advance(by: .seconds(1))
-            let stopped = try #require(await events.next(.releaseStopped).incident)
-            let rescheduled = try #require(await events.next(.policyScheduled).incident)
+            let stopped = try #require(try await events.next(.releaseStopped).incident)
+            let rescheduled = try #require(try await events.next(.policyScheduled).incident)
             #expect(rescheduled.next?.step == .probe)
             #expect(stopped.released == 11)
             #expect(deliveries.count == 10)
@@ -109,7 +109,7 @@ struct ReachabilityTests {
 
             down.set(false)
             clock.advance(by: try #require(rescheduled.next?.delay))
-            let resolved = try #require(await events.next(.incidentResolved).incident)
+            let resolved = try #require(try await events.next(.incidentResolved).incident)
             #expect(resolved.failures == 2)
             #expect(deliveries.count == 50)
             // The job that failed mid-release went back to the front of the line.
@@ -128,13 +128,13 @@ struct ReachabilityTests {
                 } completion: { _ in }
             }
             #expect(runs.count == 1)
-            let scheduled = try #require(await events.next(.policyScheduled).incident?.next)
+            let scheduled = try #require(try await events.next(.policyScheduled).incident?.next)
             clock.advance(by: scheduled.delay)
-            await events.next(.canaryFailed)
+            try await events.next(.canaryFailed)
             #expect(runs.count == 2)
             down.set(false)
-            clock.advance(by: try #require(await events.next(.policyScheduled).incident?.next?.delay))
-            await events.next(.incidentResolved)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            try await events.next(.incidentResolved)
             #expect(runs.count == 5)
         }
     }

@@ -8,7 +8,7 @@ struct ReauthenticationTests {
         let renewed = Flag(false)
         let authenticator = ScriptedAuthenticator(held: true, onRenewed: { renewed.set(true) })
         // Five hundred at once: no concurrency limit in the way.
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(500)
         try await withRunningBus(configuration: configuration, authenticator: authenticator) { bus, _, events in
             let jobs = 500
@@ -33,7 +33,7 @@ struct ReauthenticationTests {
             await failures.reached()
             var started = authenticator.started.makeAsyncIterator()
             #expect(await started.next() == 1)
-            await events.next(.reauthStarted)
+            try await events.next(.reauthStarted)
             let incident = try #require(await bus.snapshot().incidents.first)
             #expect(incident.state == .reauthenticating)
             #expect(incident.parked == jobs)
@@ -58,7 +58,7 @@ struct ReauthenticationTests {
                     if case .succeeded = outcome { completed.increment() }
                 }
             }
-            let escalated = try #require(await events.next(.escalated).incident)
+            let escalated = try #require(try await events.next(.escalated).incident)
             #expect(escalated.state == .needsOperator)
             #expect(escalated.parked == 20)
             #expect(escalated.text.title == "Credentials rejected")
@@ -72,7 +72,7 @@ struct ReauthenticationTests {
             #expect(completed.count == 0)
 
             try await bus.retry(incident: escalated.id)
-            let resolved = try #require(await events.next(.incidentResolved).incident)
+            let resolved = try #require(try await events.next(.incidentResolved).incident)
             #expect(resolved.released == 20)
             #expect(completed.count == 20)
             #expect(authenticator.callCount == 2)
@@ -87,10 +87,10 @@ struct ReauthenticationTests {
             _ = await bus.submit(.sync(0)) {
                 if !renewed.isSet { throw TestFailure.unauthenticated }
             } completion: { _ in }
-            await events.next(.escalated)
+            try await events.next(.escalated)
             renewed.set(true)
             await bus.credentialsRenewed(realm: "api")
-            #expect(await events.next(.incidentResolved).incident?.released == 1)
+            #expect(try await events.next(.incidentResolved).incident?.released == 1)
             #expect(authenticator.callCount == 1)
         }
     }
@@ -99,11 +99,11 @@ struct ReauthenticationTests {
         let authenticator = ScriptedAuthenticator(answers: [.unavailable(reason: "token endpoint unreachable")])
         try await withRunningBus(authenticator: authenticator) { bus, clock, events in
             await bus.report(Failure(TestFailure.unauthenticated, job: .sync(0)))
-            let scheduled = try #require(await events.next(.policyScheduled).incident?.next)
+            let scheduled = try #require(try await events.next(.policyScheduled).incident?.next)
             #expect(scheduled.step == .reauthenticate)
             #expect(scheduled.delay <= .seconds(1))
             clock.advance(by: scheduled.delay)
-            await events.next(.incidentResolved)
+            try await events.next(.incidentResolved)
             #expect(authenticator.callCount == 2)
         }
     }

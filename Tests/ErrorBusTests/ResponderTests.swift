@@ -80,7 +80,7 @@ struct ResponderTests {
             }, to: "auth")
             let job = Job(id: "token", service: "auth", scope: "api.test")
             _ = await bus.submit(job) { throw TestFailure.unauthenticated } completion: { _ in }
-            let opened = try #require(await events.next(.incidentOpened).incident)
+            let opened = try #require(try await events.next(.incidentOpened).incident)
             #expect(opened.category == .fatal)
             #expect(opened.state == .paused)
             #expect(opened.text.title == "Credentials rejected")
@@ -89,7 +89,7 @@ struct ResponderTests {
     }
 
     @Test func retryEvaluationsWaitForTheBudgetAndAreNeverDropped() async throws {
-        var configuration = ErrorBusConfiguration.forTests
+        var configuration = ErrorBusConfiguration.forTesting
         configuration.retryBudget = .init(successRatio: 0, floorPerMinute: 6, capacity: 1)
         try await withRunningBus(configuration: configuration) { bus, clock, events in
             await bus.connect(ClosureResponder { _, _ in .handle(.retry) }, to: "loader")
@@ -105,7 +105,7 @@ struct ResponderTests {
                 Issue.record("the retry should wait for the budget, got \(submission)")
                 return
             }
-            let exhausted = await events.next(.budgetExhausted)
+            let exhausted = try await events.next(.budgetExhausted)
             #expect(exhausted.delay == .seconds(10))
             #expect(runs.times == [.seconds(0), .seconds(0)])
             #expect(await bus.snapshot().waitingForBudget == 1)

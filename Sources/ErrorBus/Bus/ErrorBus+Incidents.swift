@@ -21,7 +21,7 @@ extension ErrorBus {
         let incident = IncidentRecord(
             id: id,
             failure: failure,
-            policy: policy ?? IncidentPolicy(for: failure, configuration: configuration, canProbe: probe != nil),
+            policy: policy ?? IncidentPolicy(for: failure, configuration: configuration, canProbe: probe(for: failure.fingerprint.scope) != nil),
             at: now
         )
         incidents[id] = incident
@@ -125,7 +125,7 @@ extension ErrorBus {
             transition(incident, to: .canary)
             work.yield(.canary(incident.id, generation: generation))
         case .probe:
-            guard probe != nil else {
+            guard probe(for: incident.fingerprint.scope) != nil else {
                 // Without a probe, one parked job tells whether the scope answers again.
                 take(.canary, for: incident, byOperator: byOperator)
                 return
@@ -134,7 +134,7 @@ extension ErrorBus {
             let fingerprint = incident.fingerprint
             work.yield(.probe(incident.id, generation: generation, scope: fingerprint.scope, kind: fingerprint.kind))
         case .reauthenticate:
-            guard authenticator != nil else {
+            guard authenticator(for: incident.fingerprint.scope) != nil else {
                 execute(.needsOperator(reason: "no authenticator is configured for realm \(incident.fingerprint.scope)"), for: incident)
                 return
             }
@@ -235,7 +235,7 @@ extension ErrorBus {
     // MARK: - Probe
 
     nonisolated func runProbe(_ id: IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind) async {
-        guard let probe = await probe else { return }
+        guard let probe = await probe(for: scope) else { return }
         let result = await probe.probe(scope, kind: kind)
         await probeFinished(id, generation: generation, result)
     }
@@ -260,7 +260,7 @@ extension ErrorBus {
     // MARK: - Re-authentication
 
     nonisolated func runReauthentication(_ id: IncidentID, generation: UInt64, realm: String) async {
-        guard let authenticator = await authenticator else { return }
+        guard let authenticator = await authenticator(for: realm) else { return }
         let result = await authenticator.reauthenticate(realm: realm)
         await reauthenticationFinished(id, generation: generation, result)
     }
@@ -390,16 +390,22 @@ extension ErrorBus {
 
     /// Removes a command whose caller stopped waiting for it.
     func withdraw(serial: UInt64) {
+        _ = takeHeld(serial: serial)
+    }
+
+    /// Takes a command the bus holds (waiting for the retry budget or parked) out of its hold,
+    /// with the incident it was parked under.
+    func takeHeld(serial: UInt64) -> (Command, IncidentID?)? {
         if let index = budgetWaiters.firstIndex(where: { $0.serial == serial }) {
-            budgetWaiters.remove(at: index)
-            return
+            return (budgetWaiters.remove(at: index), nil)
         }
         for incident in incidents.values {
             let removed = incident.remove { $0.serial == serial }
-            if !removed.isEmpty {
+            if let command = removed.first {
                 parkedTotal -= removed.count
-                return
+                return (command, incident.id)
             }
         }
+        return nil
     }
 }

@@ -27,6 +27,7 @@ extension ErrorBus {
         let command = Command(
             serial: nextSerial(),
             job: job,
+            submittedAt: clock.now(),
             operation: { value.store(try await operation()) },
             completion: { outcome.fulfill($0) }
         )
@@ -67,7 +68,7 @@ extension ErrorBus {
         operation: @escaping @Sendable () async throws -> Void,
         completion: @escaping @Sendable (JobOutcome) async -> Void
     ) async -> Submission {
-        await submit(Command(serial: nextSerial(), job: job, operation: operation, completion: completion))
+        await submit(Command(serial: nextSerial(), job: job, submittedAt: clock.now(), operation: operation, completion: completion))
     }
 
     /// Reports a failure that has nothing to re-run: it is offered to the service's responders,
@@ -190,6 +191,9 @@ extension ErrorBus {
     nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
         var context = context
         while true {
+            if command.limits != nil, command.hasExpired(at: clock.now()) {
+                return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
+            }
             let takesSlot = context.takesSlot
             if takesSlot {
                 switch await slot(for: command) {
@@ -206,6 +210,7 @@ extension ErrorBus {
                 }
             }
             let started = clock.now()
+            command.limits?.runs.add(1, ordering: .relaxed)
             do {
                 try await command.operation()
                 let now = clock.now()
@@ -356,10 +361,12 @@ extension ErrorBus {
         guard evaluation == .retry else {
             return .stopped(JobStopped(evaluation: evaluation, reason: .handledByResponder, failure: failure))
         }
+        if let stopped = limitReached(command, failure: failure, incident: nil) { return .stopped(stopped) }
         creditSuccesses()
         let now = clock.now()
         if budgetWaiters.isEmpty && budget.withdraw(at: now) { return .retryNow }
         budgetWaiters.append(command)
+        scheduleExpiry(of: command)
         scheduleBudgetWake(after: now)
         return .parked(nil)
     }
@@ -417,6 +424,10 @@ extension ErrorBus {
         atFront: Bool,
         failure: Failure?
     ) -> FailureDecision {
+        if command.job.whenHeld == .failFast {
+            return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure, incident: incident.id))
+        }
+        if let stopped = limitReached(command, failure: failure, incident: incident.id) { return .stopped(stopped) }
         guard parkedTotal < configuration.maxParkedJobs else {
             overflowCount += 1
             let reason = "parking is full (\(configuration.maxParkedJobs) jobs held); \(command.job) was not parked"
@@ -426,7 +437,37 @@ extension ErrorBus {
         }
         incident.append(command, atFront: atFront)
         parkedTotal += 1
+        scheduleExpiry(of: command)
+        parkedWaiters.resume(parked: parkedTotal)
         return .parked(incident.id)
+    }
+
+    /// Why a command may not be held again, if one of its job's limits says so: its time is up
+    /// or it failed as many runs as it may.
+    func limitReached(_ command: Command, failure: Failure?, incident: IncidentID?) -> JobStopped? {
+        guard command.limits != nil else { return nil }
+        if command.hasExpired(at: clock.now()) {
+            return JobStopped(evaluation: .cancel, reason: .expired, failure: failure, incident: incident)
+        }
+        if command.hasExhaustedAttempts {
+            return JobStopped(evaluation: .cancel, reason: .attemptsExhausted, failure: failure, incident: incident)
+        }
+        return nil
+    }
+
+    /// Ends a held command when its time is up, if its job has a time limit: once per command,
+    /// however often it is parked again.
+    func scheduleExpiry(of command: Command) {
+        guard let limits = command.limits, let deadline = limits.expiresAt,
+              !limits.expiryScheduled.exchange(true, ordering: .relaxed)
+        else { return }
+        work.yield(.expire(serial: command.serial, deadline: deadline))
+    }
+
+    /// Takes out a command whose time is up, if the bus still holds it, and tells its caller.
+    nonisolated func expire(serial: UInt64) async {
+        guard let (command, incident) = await takeHeld(serial: serial) else { return }
+        await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .expired, incident: incident)))
     }
 
     func deadLetter(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {

@@ -1,5 +1,6 @@
 import DequeModule
 public import Logging
+public import ServiceLifecycle
 import Synchronization
 
 /// The one place every failure of a daemon goes.
@@ -14,13 +15,17 @@ import Synchronization
 ///
 /// Policies only make progress while ``run()`` runs: add the bus to the daemon's service group.
 /// The bus does no I/O of its own; probes and re-authentication are injected.
-public actor ErrorBus {
+public actor ErrorBus: Service {
     public nonisolated let configuration: ErrorBusConfiguration
     nonisolated let clock: Timeline
     let logger: Logger
 
+    /// The probe of scopes without one of their own.
     var probe: (any ReachabilityProbe)?
+    var probes: [String: any ReachabilityProbe] = [:]
+    /// The authenticator of realms without one of their own.
     var authenticator: (any Authenticator)?
+    var authenticators: [String: any Authenticator] = [:]
     var random: any RandomNumberGenerator
 
     enum Lifecycle {
@@ -40,6 +45,8 @@ public actor ErrorBus {
     var nextIncidentID: UInt64
 
     var parkedTotal = 0
+    /// Tests waiting until the bus holds a number of parked jobs (``waitUntilParked(_:)``).
+    var parkedWaiters = ParkedWaiters()
     var overflowCount = 0
     var budget: RetryBudget<TimelineInstant>
     /// Commands whose retry waits for the budget, oldest first.
@@ -80,6 +87,7 @@ public actor ErrorBus {
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
         case release(IncidentID, generation: UInt64)
         case withdraw(serial: UInt64)
+        case expire(serial: UInt64, deadline: TimelineInstant)
         case retryNow(job: Job)
         case paceTimer(scope: String, deadline: TimelineInstant)
     }
@@ -89,10 +97,12 @@ public actor ErrorBus {
     /// - Parameters:
     ///   - configuration: Policy parameters.
     ///   - clock: The clock every policy waits on; tests pass a manual one.
-    ///   - probe: Checks whether an unreachable scope answers again. Without one, `unreachable`
-    ///     incidents test recovery with a canary job instead.
-    ///   - authenticator: Signs in again for `unauthenticated` incidents. Without one, they need
-    ///     an operator.
+    ///   - probe: Checks whether an unreachable scope answers again, for every scope without a
+    ///     probe of its own (``setProbe(_:forScope:)``). Without one, `unreachable` incidents test
+    ///     recovery with a canary job instead.
+    ///   - authenticator: Signs in again for `unauthenticated` incidents, for every realm without
+    ///     an authenticator of its own (``setAuthenticator(_:forRealm:)``). Without one, they
+    ///     need an operator.
     ///   - random: The source of jitter.
     ///   - logger: Where the bus logs (at debug level: the story is told by its events).
     public init(
@@ -115,25 +125,58 @@ public actor ErrorBus {
         (workStream, work) = AsyncStream.makeStream(of: Work.self)
     }
 
-    /// Sets the reachability probe, e.g. once the service that provides it exists.
+    /// Sets the reachability probe of every scope without one of its own, e.g. once the service
+    /// that provides it exists.
     public func setProbe(_ probe: (any ReachabilityProbe)?) {
         self.probe = probe
     }
 
-    /// Sets the authenticator, e.g. once the auth service (which runs its own requests through
-    /// this bus) exists.
+    /// Sets the reachability probe of one scope (a job's ``Job/scope``, e.g. an API's host), in
+    /// place of the bus's own; `nil` lets the bus's own probe it again.
+    ///
+    /// Incidents opened from then on use it; one that is open keeps the policy it started with.
+    public func setProbe(_ probe: (any ReachabilityProbe)?, forScope scope: String) {
+        probes[scope] = probe
+    }
+
+    /// Sets the authenticator of every realm without one of its own, e.g. once the auth service
+    /// (which runs its own requests through this bus) exists.
     public func setAuthenticator(_ authenticator: (any Authenticator)?) {
         self.authenticator = authenticator
     }
 
-    /// Runs the bus's timers, probes, canaries and releases until the task is cancelled.
+    /// Sets the authenticator of one realm (a job's ``Job/realm``: whose credentials it uses), in
+    /// place of the bus's own; `nil` lets the bus's own sign in for it again.
+    public func setAuthenticator(_ authenticator: (any Authenticator)?, forRealm realm: String) {
+        authenticators[realm] = authenticator
+    }
+
+    /// The probe of a scope: its own, or the bus's.
+    func probe(for scope: String) -> (any ReachabilityProbe)? {
+        probes[scope] ?? probe
+    }
+
+    /// The authenticator of a realm: its own, or the bus's.
+    func authenticator(for realm: String) -> (any Authenticator)? {
+        authenticators[realm] ?? authenticator
+    }
+
+    /// Runs the bus's timers, probes, canaries and releases until the task is cancelled or, in a
+    /// `ServiceGroup`, until its graceful shutdown.
     ///
     /// When it returns, every job still held by the bus gets ``JobStopped/Reason/shutdown`` and
-    /// the bus refuses new work the same way. Call it once.
+    /// the bus refuses new work the same way; runs under way finish. Call it once.
+    ///
+    /// In a `ServiceGroup`, list the bus after the services that run jobs through it: the group
+    /// shuts services down in reverse order, so the bus stops first and every call waiting for a
+    /// parked job returns (with ``JobStopped/Reason/shutdown``) before its service is asked to
+    /// stop. A service that must finish its jobs' runs before the bus goes (to record their
+    /// outcomes) is listed after the bus instead, and cancels its waiting calls itself when it
+    /// stops: a cancelled ``perform(_:operation:)`` withdraws its job.
     public nonisolated func run() async {
         guard await start() else { return }
         await withDiscardingTaskGroup { group in
-            for await item in workStream {
+            for await item in workStream.cancelOnGracefulShutdown() {
                 group.addTask { await self.perform(item) }
             }
             group.cancelAll()
@@ -166,6 +209,7 @@ public actor ErrorBus {
             resolve(incident, as: .shutdown)
         }
         parkedTotal = 0
+        parkedWaiters.resumeAll()
         broadcaster.finish()
         return leftovers
     }
@@ -188,6 +232,9 @@ public actor ErrorBus {
             await runRelease(id, generation: generation)
         case .withdraw(let serial):
             await withdraw(serial: serial)
+        case .expire(let serial, let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            await expire(serial: serial)
         case .retryNow(let job):
             // Taken when its task starts: the budget's wake-up may have run it meanwhile.
             if let command = await takeBudgetWaiter(job) { await runHeld(command, .retry) }

@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
 
 /// An open incident inside the bus: its policy, its parked commands, its counters.
 /// Confined to the bus actor.
@@ -134,4 +135,47 @@ struct Command: Sendable {
     let operation: @Sendable () async throws -> Void
     /// Receives the final outcome of a command the bus held.
     let completion: @Sendable (JobOutcome) async -> Void
+    /// What the job's limits need to know, for a job with any (``Job/expiresAfter``,
+    /// ``Job/maxAttempts``); `nil` otherwise, so that jobs without limits cost nothing more.
+    let limits: Limits?
+
+    init(
+        serial: UInt64,
+        job: Job,
+        submittedAt now: @autoclosure () -> TimelineInstant,
+        operation: @escaping @Sendable () async throws -> Void,
+        completion: @escaping @Sendable (JobOutcome) async -> Void
+    ) {
+        self.serial = serial
+        self.job = job
+        self.operation = operation
+        self.completion = completion
+        self.limits = job.expiresAfter == nil && job.maxAttempts == nil
+            ? nil
+            : Limits(expiresAt: job.expiresAfter.map { now().advanced(by: $0) })
+    }
+
+    final class Limits: Sendable {
+        /// When the job ends unless it succeeded by then.
+        let expiresAt: TimelineInstant?
+        /// The runs of the operation so far.
+        let runs = Atomic<Int>(0)
+        /// Whether the bus already waits for ``expiresAt`` to end the job if it still holds it.
+        let expiryScheduled = Atomic<Bool>(false)
+
+        init(expiresAt: TimelineInstant?) {
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// Whether the job's time is up at `now`.
+    func hasExpired(at now: TimelineInstant) -> Bool {
+        limits?.expiresAt.map { now >= $0 } ?? false
+    }
+
+    /// Whether the job may not run again: it failed as many runs as it may.
+    var hasExhaustedAttempts: Bool {
+        guard let maximum = job.maxAttempts, let limits else { return false }
+        return limits.runs.load(ordering: .relaxed) >= maximum
+    }
 }

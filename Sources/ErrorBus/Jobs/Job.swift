@@ -12,12 +12,48 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public var scope: String
     /// The authentication realm whose credentials the job uses, if any.
     public var realm: String?
+    /// How long the bus may take to get the job done, counted on the bus's clock from
+    /// ``ErrorBus/perform(_:operation:)`` or ``ErrorBus/submit(_:operation:completion:)``: a job
+    /// still held then (parked, or waiting for the retry budget) ends with
+    /// ``JobStopped/Reason/expired``, and a job found expired when its turn comes is not run.
+    /// A run under way is not interrupted. `nil`: no limit.
+    public var expiresAfter: Duration?
+    /// How many times the operation may run: a job that failed that many runs ends with
+    /// ``JobStopped/Reason/attemptsExhausted`` instead of being parked or retried again. The
+    /// failure still counts into its incident. `nil`: no limit.
+    public var maxAttempts: Int?
+    /// What the bus does with the job while an incident holds it back.
+    public var whenHeld: WhenHeld
 
-    public init(id: String, service: String, scope: String, realm: String? = nil) {
+    /// What the bus does with a job that an incident holds back.
+    public enum WhenHeld: Sendable, Hashable {
+        /// Park it under the incident until the incident's cause is gone (the default: work that
+        /// may wait).
+        case park
+        /// End it at once with ``JobStopped/Reason/held`` and the incident's id, without running
+        /// it when its scope is held, and without parking it when it fails: for requests that
+        /// must answer quickly. Its failures still open and join incidents, so the jobs that
+        /// may wait are held back as usual.
+        case failFast
+    }
+
+    public init(
+        id: String,
+        service: String,
+        scope: String,
+        realm: String? = nil,
+        expiresAfter: Duration? = nil,
+        maxAttempts: Int? = nil,
+        whenHeld: WhenHeld = .park
+    ) {
+        precondition(maxAttempts.map { $0 > 0 } ?? true, "a job's maxAttempts must be at least 1")
         self.id = id
         self.service = service
         self.scope = scope
         self.realm = realm
+        self.expiresAfter = expiresAfter
+        self.maxAttempts = maxAttempts
+        self.whenHeld = whenHeld
     }
 
     public var description: String { "\(service)/\(id)" }

@@ -36,6 +36,9 @@ public struct JobStopped: Error, Sendable, CustomStringConvertible {
             case parkingFull
             case taskCancelled
             case shutdown
+            case expired
+            case attemptsExhausted
+            case held
         }
 
         private let code: Code
@@ -56,6 +59,13 @@ public struct JobStopped: Error, Sendable, CustomStringConvertible {
         public static let taskCancelled = Reason(.taskCancelled)
         /// The bus stopped running.
         public static let shutdown = Reason(.shutdown)
+        /// The job's ``Job/expiresAfter`` passed before it succeeded.
+        public static let expired = Reason(.expired)
+        /// The job failed as many runs as its ``Job/maxAttempts`` allows.
+        public static let attemptsExhausted = Reason(.attemptsExhausted)
+        /// An incident holds the job back and the job may not wait (``Job/WhenHeld/failFast``):
+        /// ``JobStopped/incident`` names it.
+        public static let held = Reason(.held)
 
         public var description: String { code.rawValue }
     }

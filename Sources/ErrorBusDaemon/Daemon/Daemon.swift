@@ -70,7 +70,7 @@ package struct Daemon: Sendable {
         // loss): a stop queues its jobs again and ends its incidents itself.
         let interrupted = try store.requeueInterrupted()
         if interrupted > 0 {
-            logger.notice("\(IncidentLog.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
+            logger.notice("\(IncidentReporter.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
         // After a power loss, a delivered job's record may have rolled back while its file's
@@ -155,7 +155,7 @@ package struct Daemon: Sendable {
             // them their final outcomes on the way out.
             let group = ServiceGroup(configuration: .init(
                 services: [
-                    .init(service: BusService(bus: bus)),
+                    .init(service: bus),
                     .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
                     .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
                     .init(service: auth),
@@ -195,10 +195,10 @@ package struct Daemon: Sendable {
         let left = try store.requeueInterrupted()
         let cutOff = max(0, left - heldByBus)
         if cutOff > 0 {
-            logger.warning("\(IncidentLog.count(cutOff, "upload")) still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: queued again for the next start")
+            logger.warning("\(IncidentReporter.count(cutOff, "upload")) still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: queued again for the next start")
         }
         if left - cutOff > 0 {
-            logger.notice("\(IncidentLog.count(left - cutOff, "job")) held by incidents queued again for the next start")
+            logger.notice("\(IncidentReporter.count(left - cutOff, "job")) held by incidents queued again for the next start")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .shutdown), how: "as errorbusd stopped", logger: logger)
         try await store.close()

@@ -1,3 +1,4 @@
+import ErrorBus
 import ErrorBusStore
 import ErrorBusSupport
 import Foundation

@@ -1,0 +1,108 @@
+public import CoreMetrics
+public import Logging
+public import ServiceLifecycle
+
+/// Tells the story of each incident in a daemon's log and metrics: one line per step of its
+/// life (opened, needs an operator, resolved), never one per failure, and swift-metrics counters
+/// of those steps and of dead letters, by service and category.
+///
+/// Run it beside the bus in the daemon's `ServiceGroup` (listed before the bus, so that it stops
+/// after it and tells the incidents the bus ended), or call ``report(_:)`` from a subscription of
+/// your own.
+///
+/// The lines: `incident 3 opened: …` (warning), `incident 3 needs an operator: …` (error),
+/// `incident 3 resolved after 42 s: 120 failures absorbed, 118 jobs released, 2 dead-lettered`
+/// (notice); each dead letter (debug: the incident's lines tell the story). The counters, with the dimensions `service` and
+/// `category` (a ``ErrorCategory/Kind``, or `paused` for an operator's pause):
+/// `errorbus_incidents_opened_total`, `errorbus_incidents_escalated_total`,
+/// `errorbus_incidents_resolved_total`, `errorbus_failures_absorbed_total` (counted when its
+/// incident resolves) and `errorbus_jobs_dead_lettered_total`. Nothing is counted unless the
+/// process bootstraps a metrics backend (`MetricsSystem.bootstrap`).
+public struct IncidentReporter: Service {
+    private let bus: ErrorBus
+    private let logger: Logger
+    private let metadata: @Sendable (BusEvent, IncidentSnapshot) -> Logger.Metadata
+    private let metricsFactory: any MetricsFactory
+
+    /// Creates a reporter of `bus`'s incidents.
+    ///
+    /// - Parameters:
+    ///   - metadata: The metadata of each incident's line; by default ``standardMetadata(of:_:)``.
+    ///     A daemon logging to the systemd journal can name its own fields here (a
+    ///     `MESSAGE_ID` per step, say).
+    ///   - metricsFactory: Where the counters go: the process's metrics backend by default.
+    public init(
+        bus: ErrorBus,
+        logger: Logger,
+        metadata: @escaping @Sendable (BusEvent, IncidentSnapshot) -> Logger.Metadata = IncidentReporter.standardMetadata,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
+    ) {
+        self.bus = bus
+        self.logger = logger
+        self.metadata = metadata
+        self.metricsFactory = metricsFactory
+    }
+
+    /// `errorbus.incident`, `errorbus.service`, `errorbus.category` and `errorbus.scope`.
+    public static func standardMetadata(of event: BusEvent, _ incident: IncidentSnapshot) -> Logger.Metadata {
+        [
+            "errorbus.incident": "\(incident.id)",
+            "errorbus.service": "\(incident.service)",
+            "errorbus.category": "\(category(of: incident))",
+            "errorbus.scope": "\(incident.fingerprint.scope)",
+        ]
+    }
+
+    /// Reports every event of the bus until the bus stops (or the group shuts down gracefully).
+    public func run() async {
+        let subscription = await bus.subscribe()
+        for await event in subscription.cancelOnGracefulShutdown() {
+            report(event)
+        }
+    }
+
+    /// Logs and counts one event, if it is a step of an incident's life or a dead letter;
+    /// anything else (every canary, probe and parked job) costs a switch.
+    public func report(_ event: BusEvent) {
+        guard let incident = event.incident else { return }
+        let dimensions = [("service", incident.service), ("category", Self.category(of: incident))]
+        switch event.kind {
+        case .incidentOpened:
+            Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions, factory: metricsFactory).increment()
+            logger.warning(
+                "incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")",
+                metadata: metadata(event, incident)
+            )
+        case .escalated:
+            Counter(label: "errorbus_incidents_escalated_total", dimensions: dimensions, factory: metricsFactory).increment()
+            logger.error(
+                "incident \(incident.id) needs an operator: \(event.reason ?? incident.text.message) \(incident.text.next ?? "")",
+                metadata: metadata(event, incident)
+            )
+        case .incidentResolved:
+            Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions, factory: metricsFactory).increment()
+            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory).increment(by: incident.failures)
+            let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
+            logger.notice(
+                "incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(Self.count(incident.failures, "failure")) absorbed, \(Self.count(incident.released, "job")) released, \(incident.deadLettered) dead-lettered",
+                metadata: metadata(event, incident)
+            )
+        case .jobDeadLettered:
+            Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions, factory: metricsFactory).increment()
+            logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
+        default:
+            break
+        }
+    }
+
+    /// The category an incident is told and counted under: its category's kind, but `paused`
+    /// for an operator's pause, which the bus runs as a `fatal` incident.
+    public static func category(of incident: IncidentSnapshot) -> String {
+        incident.fingerprint.cause == ErrorBus.operatorPauseCause ? "paused" : "\(incident.category.kind)"
+    }
+
+    /// `1 job`, `2 jobs`.
+    package static func count(_ number: Int, _ noun: String) -> String {
+        number == 1 ? "1 \(noun)" : "\(number) \(noun)s"
+    }
+}
