@@ -14,10 +14,10 @@ import Darwin
 /// A connection to a Varlink service on a Unix socket.
 ///
 /// ```swift
-/// try await VarlinkClient.withConnection(to: "/run/errorbusd/io.errorbus.Control", logger: logger) { client in
-///     let status = try await client.call(Control.getStatus)
-///     for try await event in try await client.stream(Control.watch, .init()) {
-///         print(event)
+/// try await VarlinkClient.withConnection(to: "/run/notesd/org.example.notes", logger: logger) { client in
+///     let note = try await client.call(Notes.get, .init(id: 1))
+///     for try await note in try await client.stream(Notes.watch, VarlinkEmpty()) {
+///         print(note)
 ///     }
 /// }
 /// ```
@@ -120,8 +120,11 @@ public final class VarlinkClient {
 
     /// Calls a method and returns its reply.
     ///
-    /// - Parameter timeout: How long to wait for the reply; `nil` for the configuration's
-    ///   `callTimeout` (which may itself be `nil`, for no limit).
+    /// - Parameters:
+    ///   - method: The method's declaration, shared with the service.
+    ///   - parameters: The call's parameters.
+    ///   - timeout: How long to wait for the reply; `nil` for the configuration's `callTimeout`
+    ///     (which may itself be `nil`, for no limit).
     /// - Throws: ``VarlinkError`` if the service answers with an error, ``VarlinkClientError``
     ///   otherwise.
     public func call<Parameters, Reply>(
@@ -157,7 +160,10 @@ public final class VarlinkClient {
     /// service ends the stream with an error. Until the sequence has ended the connection takes
     /// no other call: to abandon a stream, end the connection.
     ///
-    /// - Parameter timeout: How long to wait for each reply; `nil` (the default) for no limit.
+    /// - Parameters:
+    ///   - method: The method's declaration, shared with the service.
+    ///   - parameters: The call's parameters.
+    ///   - timeout: How long to wait for each reply; `nil` (the default) for no limit.
     public func stream<Parameters, Reply>(
         _ method: VarlinkMethod<Parameters, Reply>,
         _ parameters: Parameters,

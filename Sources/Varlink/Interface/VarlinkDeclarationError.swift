@@ -1,6 +1,6 @@
 /// A mistake in the declaration of an interface or in the registration of its implementation.
 ///
-/// These are programming errors, found when the daemon builds its ``VarlinkRouter`` at start-up.
+/// These are programming errors, found when a server builds its ``VarlinkRouter`` at start-up.
 public struct VarlinkDeclarationError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case invalidName

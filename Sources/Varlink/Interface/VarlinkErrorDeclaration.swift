@@ -6,7 +6,7 @@
 public struct VarlinkErrorDeclaration<Parameters: Codable & Sendable>: Sendable {
     /// The name of the interface the error belongs to.
     public let interface: String
-    /// The error's name within its interface, e.g. `NoSuchJob`.
+    /// The error's name within its interface, e.g. `NoSuchNote`.
     public let name: String
     /// Documentation, written as comments above the error in the interface definition.
     public let documentation: String

@@ -3,10 +3,10 @@
 /// `org.varlink.service.GetInterfaceDescription`.
 ///
 /// ```swift
-/// let control = try VarlinkInterface(
-///     name: "io.errorbus.Control",
-///     documentation: "Control and observe errorbusd.",
-///     members: [.method(Control.getStatus), .method(Control.watch), .error(Control.noSuchJob)]
+/// let notes = try VarlinkInterface(
+///     name: "org.example.notes",
+///     documentation: "Short notes, kept in memory.",
+///     members: [.method(Notes.add), .method(Notes.get), .method(Notes.watch), .error(Notes.noSuchNote)]
 /// )
 /// ```
 ///
@@ -15,7 +15,7 @@
 /// `[string]T`, ``VarlinkEnum`` types as enums, ``VarlinkNamedType`` types declared once with
 /// `type Name` and referred to by name, other structs written out in place.
 public struct VarlinkInterface: Sendable, CustomStringConvertible {
-    /// The interface's name, e.g. `io.errorbus.Control`.
+    /// The interface's name, e.g. `org.example.notes`.
     public let name: String
     /// The interface's documentation, written as comments above the `interface` line.
     public let documentation: String

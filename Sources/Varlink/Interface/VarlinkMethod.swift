@@ -7,15 +7,15 @@
 /// ``VarlinkEmpty``.
 ///
 /// ```swift
-/// static let getStatus = VarlinkMethod<VarlinkEmpty, Status>(
-///     interface: "io.errorbus.Control", name: "GetStatus",
-///     documentation: "The daemon's state: services, open incidents, queue sizes."
+/// static let get = VarlinkMethod<NoteID, Note>(
+///     interface: "org.example.notes", name: "Get",
+///     documentation: "The note with this id."
 /// )
 /// ```
 public struct VarlinkMethod<Parameters: Codable & Sendable, Reply: Codable & Sendable>: Sendable {
-    /// The name of the interface the method belongs to, e.g. `io.errorbus.Control`.
+    /// The name of the interface the method belongs to, e.g. `org.example.notes`.
     public let interface: String
-    /// The method's name within its interface, e.g. `GetStatus`.
+    /// The method's name within its interface, e.g. `Get`.
     public let name: String
     /// Documentation, written as comments above the method in the interface definition.
     public let documentation: String

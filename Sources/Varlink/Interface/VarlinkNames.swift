@@ -1,6 +1,6 @@
 /// The syntax of names in Varlink's interface definition language.
 enum VarlinkNames {
-    /// `interface-name`: reverse-domain name, at least two labels, e.g. `io.errorbus.Control`.
+    /// `interface-name`: reverse-domain name, at least two labels, e.g. `org.example.notes`.
     static func isInterfaceName(_ name: String) -> Bool {
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.count >= 2 else { return false }

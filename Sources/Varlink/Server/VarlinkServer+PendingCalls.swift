@@ -25,6 +25,8 @@ extension VarlinkServer {
     ///   - listeningSocket: A listening stream socket, e.g. one passed by socket activation. It is
     ///     not closed.
     ///   - error: The error every call is answered with (a `oneway` call gets no reply).
+    ///   - timeout: How long each connection may take to send its call.
+    ///   - limit: The most connections answered.
     public static func answerPendingCalls(
         on listeningSocket: CInt,
         with error: VarlinkError,

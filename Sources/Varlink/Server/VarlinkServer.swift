@@ -20,7 +20,7 @@ public import ServiceLifecycle
 /// ```swift
 /// let server = VarlinkServer(
 ///     router: router,
-///     configuration: .init(address: .unixSocket(path: "/run/errorbusd/io.errorbus.Control")),
+///     configuration: .init(address: .unixSocket(path: "/run/notesd/org.example.notes")),
 ///     logger: logger
 /// )
 /// let group = ServiceGroup(services: [server, ...], gracefulShutdownSignals: [.sigterm], logger: logger)

@@ -11,14 +11,15 @@ import ServiceLifecycle
 /// methods, to methods without a handler, and with invalid parameters, with the standard errors.
 ///
 /// ```swift
-/// var router = VarlinkRouter(vendor: "errorbus", product: "errorbusd", version: "1.0", url: "https://errorbus.io")
-/// try router.add(Control.interface)
-/// try router.implement(Control.getStatus) { _, context in
-///     try await bus.status()
+/// var router = VarlinkRouter(vendor: "Example", product: "notesd", version: "1.0", url: "https://example.org/notes")
+/// try router.add(Notes.interface())
+/// try router.implement(Notes.get) { parameters, context in
+///     guard let note = notebook.note(id: parameters.id) else { throw Notes.noSuchNote.error(parameters) }
+///     return note
 /// }
-/// try router.implementStreaming(Control.watch) { parameters, context, replies in
-///     for await event in bus.events() { try await replies.send(Event(event)) }
-///     return Event.end
+/// try router.implementStreaming(Notes.watch) { parameters, context, replies in
+///     for await note in notebook.watch() { try await replies.send(note) }
+///     throw CancellationError()  // cancelled: the client left or the server is stopping
 /// }
 /// ```
 public struct VarlinkRouter: Sendable {

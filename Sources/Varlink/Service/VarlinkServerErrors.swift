@@ -2,8 +2,8 @@
 /// limit, before it closes the connection, and a method that failed without saying how. Every
 /// server serves their interface.
 ///
-/// The interface is the server's own: name it in your reverse domain (errorbusd serves
-/// `io.errorbus.varlink`) with ``VarlinkRouter/init(vendor:product:version:url:errorInterface:)``.
+/// The interface is the server's own: name it in your reverse domain (say `com.example.varlink`)
+/// with ``VarlinkRouter/init(vendor:product:version:url:errorInterface:)``.
 /// A router given none uses ``defaultInterfaceName``.
 public struct VarlinkServerErrors: Sendable {
     /// The interface's name.
