@@ -212,18 +212,30 @@ extension ErrorBus {
     // MARK: - Canary
 
     nonisolated func runCanary(_ id: IncidentID, generation: UInt64) async {
-        guard let command = await takeCanary(id, generation: generation) else { return }
-        await runHeld(command, .canary(id))
+        let (canary, expired) = await takeCanary(id, generation: generation)
+        for command in expired {
+            await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .expired, incident: id)))
+        }
+        guard let canary else { return }
+        await runHeld(canary, .canary(id))
     }
 
-    private func takeCanary(_ id: IncidentID, generation: UInt64) -> Command? {
-        guard let incident = incidents[id], incident.generation == generation, incident.state == .canary else { return nil }
-        guard let command = takeFirst(from: incident) else {
-            // Its jobs were cancelled meanwhile: nothing left to try.
-            stepFinished(incident, .succeeded)
-            return nil
+    /// Takes the incident's first parked job as its canary, passing over (and handing back) the
+    /// jobs whose time ran out before their expiry was handled.
+    private func takeCanary(_ id: IncidentID, generation: UInt64) -> (Command?, expired: [Command]) {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .canary else { return (nil, []) }
+        var expired: [Command] = []
+        let now = clock.now()
+        while let command = takeFirst(from: incident) {
+            if command.limits != nil, command.hasExpired(at: now) {
+                expired.append(command)
+                continue
+            }
+            return (command, expired)
         }
-        return command
+        // Its jobs were cancelled or expired meanwhile: nothing left to try.
+        stepFinished(incident, .succeeded)
+        return (nil, expired)
     }
 
     func canarySucceeded(_ id: IncidentID) {

@@ -365,6 +365,10 @@ extension ErrorBus {
         creditSuccesses()
         let now = clock.now()
         if budgetWaiters.isEmpty && budget.withdraw(at: now) { return .retryNow }
+        if command.job.whenHeld == .failFast {
+            // The retry would wait for the budget: a job that may not wait ends now.
+            return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure))
+        }
         budgetWaiters.append(command)
         scheduleExpiry(of: command)
         scheduleBudgetWake(after: now)

@@ -259,6 +259,8 @@ extension ErrorBus {
     ///   been given its result (a `perform` returned, a `submit` completion called), so a subscriber
     ///   that acts on the resolution, cancelling that caller say, cannot change that result.
     ///
+    /// The subscription's events end when the bus stops (at once, for one made after it stopped).
+    ///
     /// - Parameter bufferSize: Events the subscriber may fall behind before losing the oldest;
     ///   ``ErrorBusConfiguration/eventBufferSize`` by default.
     public func subscribe(bufferSize: Int? = nil) -> EventSubscription {

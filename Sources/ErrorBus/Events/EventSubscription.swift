@@ -42,6 +42,8 @@ struct EventBroadcaster {
     }
 
     private var subscribers: [Subscriber] = []
+    /// Whether the bus stopped: a subscription made later ends at once.
+    private var finished = false
 
     var isEmpty: Bool { subscribers.isEmpty }
 
@@ -51,7 +53,11 @@ struct EventBroadcaster {
             bufferingPolicy: .bufferingNewest(max(1, bufferSize))
         )
         let drops = DropCounter()
-        subscribers.append(Subscriber(continuation: continuation, drops: drops))
+        if finished {
+            continuation.finish()
+        } else {
+            subscribers.append(Subscriber(continuation: continuation, drops: drops))
+        }
         return EventSubscription(initialSnapshot: snapshot, stream: stream, drops: drops)
     }
 
@@ -69,6 +75,7 @@ struct EventBroadcaster {
 
     /// Ends every subscription.
     mutating func finish() {
+        finished = true
         for subscriber in subscribers { subscriber.continuation.finish() }
         subscribers.removeAll()
     }

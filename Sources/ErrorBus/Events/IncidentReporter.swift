@@ -27,6 +27,8 @@ public struct IncidentReporter: Service {
     /// Creates a reporter of `bus`'s incidents.
     ///
     /// - Parameters:
+    ///   - bus: The bus whose incidents it tells.
+    ///   - logger: Where the lines go.
     ///   - metadata: The metadata of each incident's line; by default ``standardMetadata(of:_:)``.
     ///     A daemon logging to the systemd journal can name its own fields here (a
     ///     `MESSAGE_ID` per step, say).
@@ -53,12 +55,15 @@ public struct IncidentReporter: Service {
         ]
     }
 
-    /// Reports every event of the bus until the bus stops (or the group shuts down gracefully).
+    /// Reports every event of the bus until the group shuts the reporter down gracefully. When
+    /// the bus stops first, the reporter tells its last events, then waits for its own turn (a
+    /// service of a `ServiceGroup` that returns before it is asked to stop stops the group).
     public func run() async {
         let subscription = await bus.subscribe()
         for await event in subscription.cancelOnGracefulShutdown() {
             report(event)
         }
+        try? await gracefulShutdown()
     }
 
     /// Logs and counts one event, if it is a step of an incident's life or a dead letter;

@@ -63,8 +63,9 @@ public struct JobStopped: Error, Sendable, CustomStringConvertible {
         public static let expired = Reason(.expired)
         /// The job failed as many runs as its ``Job/maxAttempts`` allows.
         public static let attemptsExhausted = Reason(.attemptsExhausted)
-        /// An incident holds the job back and the job may not wait (``Job/WhenHeld/failFast``):
-        /// ``JobStopped/incident`` names it.
+        /// An incident holds the job back, or its retry would wait for the retry budget, and
+        /// the job may not wait (``Job/WhenHeld/failFast``): ``JobStopped/incident`` names the
+        /// incident, if one holds it.
         public static let held = Reason(.held)
 
         public var description: String { code.rawValue }

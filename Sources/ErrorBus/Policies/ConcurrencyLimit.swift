@@ -2,16 +2,16 @@
 /// increase, multiplicative decrease (AIMD), with a slow start, as TCP's congestion control and
 /// Vector's adaptive request concurrency do.
 ///
-/// - **Slow start**: the limit starts at ``Configuration/initial`` and grows by one per success
+/// - **Slow start**: the limit starts at ``ErrorBusConfiguration/Concurrency/initial`` and grows by one per success
 ///   (doubling every round trip) up to the slow-start threshold, the full
-///   ``Configuration/maximum`` at first.
+///   ``ErrorBusConfiguration/Concurrency/maximum`` at first.
 /// - **Additive increase**: past the threshold it grows by `1 / limit` per success (one per round
 ///   trip).
 /// - **Multiplicative decrease**: back-pressure (a `429`, a `503`, a timeout: the caller says
-///   which failures are) multiplies the limit by ``Configuration/decrease``, at most once per
+///   which failures are) multiplies the limit by ``ErrorBusConfiguration/Concurrency/decrease``, at most once per
 ///   round trip, and the threshold drops to the new limit. So does a round trip whose answers
 ///   were slow: latencies are averaged over windows of one baseline round trip, and a window
-///   whose mean exceeds both ``Configuration/latencyTolerance`` times the baseline and the
+///   whose mean exceeds both ``ErrorBusConfiguration/Concurrency/latencyTolerance`` times the baseline and the
 ///   baseline plus four mean deviations counts as back-pressure. A single slow answer does not
 ///   (loopback and busy hosts have those); a server's queue filling up does.
 /// - **A ceiling learnt from the server**: when the scope says it is overloaded (a `429`, a `503`),
@@ -24,11 +24,11 @@
 ///   its normal.
 /// - **No increase while held**: while an incident holds the scope, successes do not raise it.
 ///   When the incident's cause is gone, the limit starts slow again from
-///   ``Configuration/initial``, up to the threshold it had: a fleet whose API came back ramps up
+///   ``ErrorBusConfiguration/Concurrency/initial``, up to the threshold it had: a fleet whose API came back ramps up
 ///   instead of arriving at full speed on every host at once.
 ///
 /// The limit never leaves `1...maximum`; one that starts at its maximum and never decreases
-/// (``Configuration/fixed(_:)``) stays there. A pure value: the bus keeps one per scope and feeds
+/// (``ErrorBusConfiguration/Concurrency/fixed(_:)``) stays there. A pure value: the bus keeps one per scope and feeds
 /// it; a simulation can drive it on a clock of its own.
 public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable where Instant.Duration == Duration {
     public typealias Configuration = ErrorBusConfiguration.Concurrency
