@@ -97,11 +97,11 @@ package struct RateLimitFields: Sendable, Equatable {
         var best: RateLimitFields?
         for member in list {
             guard case .item(let item) = member else { continue }
-            for key in ["r", "t"] where item.parameters[key] != nil && integer(item.parameters[key]) == nil {
+            for key in ["r", "t"] where item.rfc9651Parameters[key] != nil && integer(item.rfc9651Parameters[key]) == nil {
                 complain("\(key) is not a non-negative integer")
             }
-            let remaining = integer(item.parameters["r"])
-            let reset = integer(item.parameters["t"]).map { Duration.seconds($0) }
+            let remaining = integer(item.rfc9651Parameters["r"])
+            let reset = integer(item.rfc9651Parameters["t"]).map { Duration.seconds($0) }
             guard remaining != nil || reset != nil else { continue }
             let fields = RateLimitFields(remaining: remaining, reset: reset)
             // The policy with the fewest requests left decides.
@@ -116,7 +116,7 @@ package struct RateLimitFields: Sendable, Equatable {
         guard let dictionary = try? parser.parseDictionaryFieldValue() else { return nil }
         func member(_ key: String) -> Int? {
             guard case .item(let item)? = dictionary[key] else { return nil }
-            return integer(item.bareItem)
+            return integer(item.rfc9651BareItem)
         }
         let fields = RateLimitFields(remaining: member("remaining"), reset: member("reset").map { .seconds($0) }, quota: member("limit"))
         return fields.remaining == nil && fields.reset == nil ? nil : fields
@@ -128,16 +128,16 @@ package struct RateLimitFields: Sendable, Equatable {
         guard let list = try? parser.parseListFieldValue() else { return nil }
         for member in list {
             guard case .item(let item) = member else { continue }
-            let quota = integer(item.parameters["q"])
-            let window = integer(item.parameters["w"]).map { Duration.seconds($0) }
+            let quota = integer(item.rfc9651Parameters["q"])
+            let window = integer(item.rfc9651Parameters["w"]).map { Duration.seconds($0) }
             if quota != nil || window != nil { return (quota, window) }
         }
         return nil
     }
 
-    private static func integer(_ item: BareItem?) -> Int? {
+    private static func integer(_ item: RFC9651BareItem?) -> Int? {
         guard case .integer(let value)? = item, value >= 0 else { return nil }
-        return value
+        return Int(exactly: value)
     }
 
     private static func nonNegativeInteger(_ text: String) -> Int? {

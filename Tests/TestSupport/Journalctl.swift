@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// One journal entry as `journalctl -o json` prints it.
 public struct JournalRecord: Sendable {

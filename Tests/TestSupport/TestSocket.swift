@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Glibc
 
 /// A directory under /tmp for one test's sockets, removed when the value goes away.

@@ -2,8 +2,8 @@ import ErrorBus
 import ErrorBusSupport
 package import Logging
 package import NIOCore
-package import NIOPosix
-package import ServiceLifecycle
+import NIOPosix
+import ServiceLifecycle
 
 /// Wakes the bus when the host's network changes: a link goes up or down, an address or a route
 /// comes or goes (a laptop joins Wi-Fi, a VPN connects, DHCP renews onto another network).

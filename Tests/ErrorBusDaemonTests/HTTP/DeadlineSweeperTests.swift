@@ -19,7 +19,7 @@ import ErrorBusDaemon
     private func withSweeper(_ body: (DeadlineSweeper, NIOAsyncTestingEventLoop, Ran, NIODeadline) async throws -> Void) async throws {
         let loop = NIOAsyncTestingEventLoop()
         try await body(DeadlineSweeper(eventLoop: loop), loop, Ran(), loop.now)
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 
     @Test func anActionRunsOnceItsDeadlineHasPassedAndNotBefore() async throws {
