@@ -10,8 +10,7 @@ public final class EventLog {
     private var iterator: EventSubscription.AsyncIterator
     /// Every event read so far, in order.
     public private(set) var seen: [BusEvent] = []
-    /// The subscription read.
-    public let subscription: EventSubscription
+    private let subscription: EventSubscription
 
     /// The event stream ended (the bus stopped) before an event of the kind awaited came.
     public struct StreamEnded: Error, CustomStringConvertible {
@@ -36,6 +35,12 @@ public final class EventLog {
         }
         throw StreamEnded(awaited: kind)
     }
+
+    /// The bus as it stood when the log subscribed.
+    public var initialSnapshot: BusSnapshot { subscription.initialSnapshot }
+
+    /// Events the bus dropped because the log fell behind its buffer.
+    public var droppedEvents: Int { subscription.droppedEvents }
 
     /// How many events of `kind` were read so far.
     public func count(of kind: BusEvent.Kind) -> Int {

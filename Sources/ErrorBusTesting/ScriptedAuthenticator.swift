@@ -13,8 +13,9 @@ public final class ScriptedAuthenticator: Authenticator {
     }
 
     private let state: Mutex<State>
-    /// Called after every answer, e.g. to switch the fake API to the new token.
+    /// Called after every `.renewed` answer, e.g. to switch the fake API to the new token.
     private let onRenewed: @Sendable () -> Void
+    /// One element per re-authentication as it starts: its number, from 1.
     public let started: AsyncStream<Int>
     private let startedContinuation: AsyncStream<Int>.Continuation
 

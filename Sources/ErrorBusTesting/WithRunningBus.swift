@@ -14,14 +14,14 @@ public import Logging
 ///     clock.advance(by: scheduled.incident!.next!.delay)
 /// }
 /// ```
-public func withRunningBus<Result: Sendable>(
+public func withRunningBus<Value>(
     configuration: ErrorBusConfiguration = .forTesting,
     clock: ManualClock = ManualClock(),
     probe: (any ReachabilityProbe)? = nil,
     authenticator: (any Authenticator)? = nil,
     logger: Logger = Logger(label: "errorbus.test", factory: { _ in SwiftLogNoOpLogHandler() }),
-    _ body: (ErrorBus, ManualClock, EventLog) async throws -> Result
-) async throws -> Result {
+    _ body: (ErrorBus, ManualClock, EventLog) async throws -> Value
+) async throws -> Value {
     let bus = ErrorBus(
         configuration: configuration,
         clock: clock,
@@ -50,8 +50,9 @@ extension ErrorBusConfiguration {
 }
 
 extension ErrorBus {
-    /// Returns once the bus holds at least `count` parked jobs (or has stopped): a burst of
-    /// failures has been routed and parked, and the test may move on.
+    /// Returns once the bus holds at least `count` parked jobs (or has stopped, or the task is
+    /// cancelled, e.g. by a test's time limit): a burst of failures has been routed and parked,
+    /// and the test may move on.
     public func waitUntilParked(_ count: Int) async {
         await parkedJobs(reaching: count)
     }

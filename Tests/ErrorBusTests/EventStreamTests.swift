@@ -66,7 +66,7 @@ struct EventStreamTests {
             // A subscriber that keeps up loses nothing.
             for _ in 0..<incidents { try await events.next(.policyScheduled) }
             #expect(events.seen.count == emitted)
-            #expect(events.subscription.droppedEvents == 0)
+            #expect(events.droppedEvents == 0)
         }
     }
 

@@ -40,7 +40,7 @@ struct JobLimitTests {
         }
     }
 
-    @Test func aHeldJobThatExpiresIsNotReleased() async throws {
+    @Test func aHeldJobEndsAtItsExpiryWithoutRunningAgain() async throws {
         let clock = ManualClock()
         let down = Flag(true)
         let probe = ScriptedProbe(clock: clock, answers: [.unreachable(reason: "down")])
@@ -149,6 +149,48 @@ struct JobLimitTests {
                 Issue.record("a job that may wait was not parked under the request's incident")
                 return
             }
+        }
+    }
+
+    @Test func aJobARespondersRetriesStopsAtItsMaximumAttempts() async throws {
+        try await withRunningBus { bus, _, _ in
+            await bus.connect(ClosureResponder { _, _ in .handle(.retry) }, to: "sync")
+            let runs = Counter()
+            var job = Job.sync(0)
+            job.maxAttempts = 3
+            do throws(JobStopped) {
+                try await bus.perform(job) {
+                    runs.increment()
+                    throw TestFailure.transient
+                }
+                Issue.record("a failing job succeeded")
+            } catch {
+                #expect(error.reason == .attemptsExhausted)
+            }
+            #expect(runs.count == 3)
+        }
+    }
+
+    @Test func aFailFastRetryThatWouldWaitForTheBudgetEndsAtOnce() async throws {
+        var configuration = ErrorBusConfiguration.forTesting
+        configuration.retryBudget = .init(successRatio: 0.1, floorPerMinute: 1, capacity: 1)
+        try await withRunningBus(configuration: configuration) { bus, _, _ in
+            await bus.connect(ClosureResponder { _, _ in .handle(.retry) }, to: "sync")
+            let runs = Counter()
+            var request = Job.sync(0)
+            request.whenHeld = .failFast
+            do throws(JobStopped) {
+                try await bus.perform(request) {
+                    runs.increment()
+                    throw TestFailure.transient
+                }
+                Issue.record("a failing job succeeded")
+            } catch {
+                #expect(error.reason == .held)
+                #expect(error.incident == nil)
+            }
+            // The first run, and the one retry the budget's single token paid for.
+            #expect(runs.count == 2)
         }
     }
 }

@@ -22,15 +22,18 @@ struct ServiceTests {
             } catch {
                 outcome.yield(error)
             }
+            // Its work ended with the bus: it waits for its own turn to stop.
+            try? await gracefulShutdown()
         }
     }
 
-    @Test func aGracefulShutdownStopsTheBusFirstAndAnswersItsParkedJobs() async throws {
+    @Test func aGracefulShutdownStopsTheBusFirstAndAnswersItsParkedJobsWithoutFailingTheGroup() async throws {
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let bus = ErrorBus(configuration: .forTesting, clock: ManualClock(), logger: logger)
         let (outcomes, outcome) = AsyncStream.makeStream(of: JobStopped?.self)
         try await testGracefulShutdown { trigger in
-            let group = ServiceGroup(services: [Waiter(bus: bus, outcome: outcome), bus], logger: logger)
+            let reporter = IncidentReporter(bus: bus, logger: logger)
+            let group = ServiceGroup(services: [reporter, Waiter(bus: bus, outcome: outcome), bus], logger: logger)
             async let running: Void = group.run()
             await bus.waitUntilParked(1)
             trigger.triggerGracefulShutdown()

@@ -70,11 +70,12 @@ def main():
                     pending = (match.group(1), index + 1)
                 elif line.strip() == MANIFEST:
                     pending = (MANIFEST, index + 1)
-                elif line.startswith("```swift"):
+                elif line.strip().lower().startswith("```swift"):
+                    indent = len(line) - len(line.lstrip())
                     end = index + 1
-                    while end < len(lines) and not lines[end].startswith("```"):
+                    while end < len(lines) and not lines[end].strip().startswith("```"):
                         end += 1
-                    text = "\n".join(lines[index + 1:end])
+                    text = "\n".join(l[indent:] for l in lines[index + 1:end])
                     where = f"{path.relative_to(ROOT)}:{index + 1}"
                     if pending is None:
                         errors.append(f"{where}: a Swift block that quotes no sample (precede it with <!-- sample: NAME -->)")
@@ -92,6 +93,9 @@ def main():
                             errors.append(f"{where}: differs from sample {pending[0]} ({source}):\n{diff}")
                     pending = None
                     index = end
+                elif line.strip().startswith("```") and pending is not None:
+                    errors.append(f"{path.relative_to(ROOT)}:{index + 1}: sample {pending[0]} is quoted in a block that is not Swift")
+                    pending = None
                 elif line.strip():
                     pending = None
                 index += 1

@@ -247,8 +247,8 @@ extension ErrorBus {
     // MARK: - Probe
 
     nonisolated func runProbe(_ id: IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind) async {
-        guard let probe = await probe(for: scope) else { return }
-        let result = await probe.probe(scope, kind: kind)
+        // The probe may have been taken away since the step was decided: the canary decides then.
+        let result = await probe(for: scope)?.probe(scope, kind: kind) ?? .unsupported
         await probeFinished(id, generation: generation, result)
     }
 
@@ -272,8 +272,10 @@ extension ErrorBus {
     // MARK: - Re-authentication
 
     nonisolated func runReauthentication(_ id: IncidentID, generation: UInt64, realm: String) async {
-        guard let authenticator = await authenticator(for: realm) else { return }
-        let result = await authenticator.reauthenticate(realm: realm)
+        // The authenticator may have been taken away since the step was decided: an operator
+        // must sign in then.
+        let result = await authenticator(for: realm)?.reauthenticate(realm: realm)
+            ?? .rejected(OperatorText(title: "No authenticator", message: "No authenticator is configured for realm \(realm) any more."))
         await reauthenticationFinished(id, generation: generation, result)
     }
 
@@ -342,8 +344,10 @@ extension ErrorBus {
         while let command = takeFirst(from: incident) {
             if let holder = holdingIncident(for: command.job, except: id) {
                 // Another incident holds this job's scope now: it waits there instead. Taking it
-                // out just made room, so parking it again cannot overflow.
-                _ = park(command, in: holder, atFront: false, failure: nil)
+                // out just made room, so parking it again cannot overflow, and the job's own
+                // limits are not asked again (its expiry, if any, is already awaited).
+                holder.append(command, atFront: false)
+                parkedTotal += 1
                 continue
             }
             incident.released += 1
@@ -408,16 +412,31 @@ extension ErrorBus {
     /// Takes a command the bus holds (waiting for the retry budget or parked) out of its hold,
     /// with the incident it was parked under.
     func takeHeld(serial: UInt64) -> (Command, IncidentID?)? {
-        if let index = budgetWaiters.firstIndex(where: { $0.serial == serial }) {
-            return (budgetWaiters.remove(at: index), nil)
-        }
-        for incident in incidents.values {
-            let removed = incident.remove { $0.serial == serial }
-            if let command = removed.first {
-                parkedTotal -= removed.count
-                return (command, incident.id)
+        let (taken, incidentOf) = takeHeld(serials: [serial])
+        return taken.first.map { ($0, incidentOf[serial] ?? nil) }
+    }
+
+    /// Takes the commands the bus holds among `serials` out of their holds (one pass over the
+    /// held commands), with the incident each was parked under.
+    func takeHeld(serials: Set<UInt64>) -> ([Command], [UInt64: IncidentID?]) {
+        var taken: [Command] = []
+        var incidentOf: [UInt64: IncidentID?] = [:]
+        if !budgetWaiters.isEmpty {
+            budgetWaiters.removeAll { command in
+                guard serials.contains(command.serial) else { return false }
+                taken.append(command)
+                incidentOf[command.serial] = .some(nil)
+                return true
             }
         }
-        return nil
+        for incident in incidents.values where taken.count < serials.count {
+            let removed = incident.remove { serials.contains($0.serial) }
+            parkedTotal -= removed.count
+            for command in removed {
+                taken.append(command)
+                incidentOf[command.serial] = incident.id
+            }
+        }
+        return (taken, incidentOf)
     }
 }

@@ -1,3 +1,4 @@
+import HeapModule
 import Logging
 import Synchronization
 
@@ -191,14 +192,17 @@ extension ErrorBus {
     nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
         var context = context
         while true {
-            if command.limits != nil, command.hasExpired(at: clock.now()) {
-                return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
-            }
             let takesSlot = context.takesSlot
             if takesSlot {
                 switch await slot(for: command) {
                 case .granted:
-                    break
+                    // Checked once the slot is had, which may have taken a while. (A canary
+                    // takes none: its incident checked it when it took it, and must hear how
+                    // its run went.)
+                    if command.limits != nil, command.hasExpired(at: clock.now()) {
+                        releaseSlot(command.job.scope, .other, at: clock.now())
+                        return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
+                    }
                 case .cancelled:
                     return .stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled))
                 case .ask:
@@ -465,15 +469,47 @@ extension ErrorBus {
         guard let limits = command.limits, let deadline = limits.expiresAt,
               !limits.expiryScheduled.exchange(true, ordering: .relaxed)
         else { return }
-        work.yield(.expire(serial: command.serial, deadline: deadline))
+        expiries.insert(Expiry(deadline: deadline, serial: command.serial))
+        armExpiryTimer(at: deadline)
     }
 
-    /// Takes out a command whose time is up, if the bus still holds it, and tells its caller.
-    nonisolated func expire(serial: UInt64) async {
-        guard let (command, incident) = await takeHeld(serial: serial) else { return }
-        await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .expired, incident: incident)))
+    /// Arms the one timer of the held jobs' expiries for `deadline`, unless one is armed sooner.
+    func armExpiryTimer(at deadline: TimelineInstant) {
+        if let armed = expiryWakeAt, armed <= deadline { return }
+        expiryWakeAt = deadline
+        work.yield(.expiryTimer(deadline: deadline))
     }
 
+    /// Ends every held command whose time is up, and arms the timer for the next.
+    ///
+    /// The timer wakes at most every ``expiryGranularity``: a burst of parked jobs expires in a
+    /// few batches, each one pass over the held jobs, not one pass per job.
+    nonisolated func expiryTimerFired(_ deadline: TimelineInstant) async {
+        let (expired, incidentOf) = await takeExpired(armedFor: deadline)
+        for command in expired {
+            await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .expired, incident: incidentOf[command.serial] ?? nil)))
+        }
+    }
+
+    /// How often at most the held jobs' expiry is looked at: a job ends at most this late.
+    static let expiryGranularity = Duration.milliseconds(100)
+
+    private func takeExpired(armedFor deadline: TimelineInstant) -> ([Command], [UInt64: IncidentID?]) {
+        // A timer armed for a later deadline than the one now armed was overtaken: the sooner
+        // one looks at everything due.
+        guard expiryWakeAt == deadline else { return ([], [:]) }
+        expiryWakeAt = nil
+        let now = clock.now()
+        var due = Set<UInt64>()
+        while let next = expiries.min, next.deadline <= now {
+            due.insert(expiries.removeMin().serial)
+        }
+        if let next = expiries.min {
+            armExpiryTimer(at: max(next.deadline, now.advanced(by: Self.expiryGranularity)))
+        }
+        guard !due.isEmpty else { return ([], [:]) }
+        return takeHeld(serials: due)
+    }
     func deadLetter(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
         incident.deadLettered += 1
         let text = failure.text

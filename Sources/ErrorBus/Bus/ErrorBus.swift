@@ -1,4 +1,5 @@
 import DequeModule
+import HeapModule
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -47,6 +48,10 @@ public actor ErrorBus: Service {
     var parkedTotal = 0
     /// Tests waiting until the bus holds a number of parked jobs (``waitUntilParked(_:)``).
     var parkedWaiters = ParkedWaiters()
+    /// When each held job with a time limit expires, soonest first, and when the one timer that
+    /// ends them is armed for.
+    var expiries = Heap<Expiry>()
+    var expiryWakeAt: TimelineInstant?
     var overflowCount = 0
     var budget: RetryBudget<TimelineInstant>
     /// Commands whose retry waits for the budget, oldest first.
@@ -87,7 +92,7 @@ public actor ErrorBus: Service {
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
         case release(IncidentID, generation: UInt64)
         case withdraw(serial: UInt64)
-        case expire(serial: UInt64, deadline: TimelineInstant)
+        case expiryTimer(deadline: TimelineInstant)
         case retryNow(job: Job)
         case paceTimer(scope: String, deadline: TimelineInstant)
     }
@@ -134,7 +139,9 @@ public actor ErrorBus: Service {
     /// Sets the reachability probe of one scope (a job's ``Job/scope``, e.g. an API's host), in
     /// place of the bus's own; `nil` lets the bus's own probe it again.
     ///
-    /// Incidents opened from then on use it; one that is open keeps the policy it started with.
+    /// An open incident of the scope asks it at its next probe. Whether an incident waits for
+    /// probes or tests its scope with a canary is decided when it opens: an incident opened
+    /// while the scope had no probe at all uses canaries until it ends.
     public func setProbe(_ probe: (any ReachabilityProbe)?, forScope scope: String) {
         probes[scope] = probe
     }
@@ -165,20 +172,27 @@ public actor ErrorBus: Service {
     /// `ServiceGroup`, until its graceful shutdown.
     ///
     /// When it returns, every job still held by the bus gets ``JobStopped/Reason/shutdown`` and
-    /// the bus refuses new work the same way; runs under way finish. Call it once.
+    /// the bus refuses new work the same way. Runs in their callers' tasks finish; the bus's own
+    /// (canaries, releases, retries) are cancelled, and a job whose run fails or is cancelled
+    /// then ends with ``JobStopped/Reason/shutdown`` too. Call it once.
     ///
     /// In a `ServiceGroup`, list the bus after the services that run jobs through it: the group
     /// shuts services down in reverse order, so the bus stops first and every call waiting for a
     /// parked job returns (with ``JobStopped/Reason/shutdown``) before its service is asked to
-    /// stop. A service that must finish its jobs' runs before the bus goes (to record their
-    /// outcomes) is listed after the bus instead, and cancels its waiting calls itself when it
-    /// stops: a cancelled ``perform(_:operation:)`` withdraws its job.
+    /// stop. A service must not return from its `run()` before it is asked to stop (the group
+    /// takes that for a failure): one whose work ended with the bus waits for its turn
+    /// (`try await gracefulShutdown()`). A service that must finish its jobs' runs before the
+    /// bus goes (to record their outcomes) is listed after the bus instead, and cancels its
+    /// waiting calls itself when it stops: a cancelled ``perform(_:operation:)`` withdraws its
+    /// job.
     public nonisolated func run() async {
         guard await start() else { return }
         await withDiscardingTaskGroup { group in
             for await item in workStream.cancelOnGracefulShutdown() {
                 group.addTask { await self.perform(item) }
             }
+            // Stopped before the bus's own runs are cancelled, so that they end as a shutdown.
+            await beginStopping()
             group.cancelAll()
         }
         let leftovers = await stop()
@@ -194,6 +208,11 @@ public actor ErrorBus: Service {
         }
         lifecycle = .running
         return true
+    }
+
+    /// Refuses new work and failures from now on (``JobStopped/Reason/shutdown``).
+    private func beginStopping() {
+        lifecycle = .stopped
     }
 
     /// Ends every open incident and hands back the commands that were still held.
@@ -232,9 +251,9 @@ public actor ErrorBus: Service {
             await runRelease(id, generation: generation)
         case .withdraw(let serial):
             await withdraw(serial: serial)
-        case .expire(let serial, let deadline):
+        case .expiryTimer(let deadline):
             guard (try? await clock.sleep(deadline)) != nil else { return }
-            await expire(serial: serial)
+            await expiryTimerFired(deadline)
         case .retryNow(let job):
             // Taken when its task starts: the budget's wake-up may have run it meanwhile.
             if let command = await takeBudgetWaiter(job) { await runHeld(command, .retry) }

@@ -70,7 +70,7 @@ public struct ErrorBusConfiguration: Sendable {
     ///
     /// The default cap is short on purpose: an incident sends one canary per step for all its
     /// jobs, so the cap is how late the end of an outage is noticed (at most 2 s, 0.8 s on
-    /// average), and a long outage is paced by ``RetryBudget`` (by default 10 canaries, then 9 a minute),
+    /// average), and a long outage is paced by ``RetryBudget`` (by default a bucket of 10 canaries, 9 in it at the start, then 9 a minute),
     /// which every canary draws on.
     public struct Backoff: Sendable, Equatable {
         /// The first delay's upper bound.

@@ -2,14 +2,30 @@
 /// failures has been parked before they move the clock (`ErrorBusTesting`'s
 /// `waitUntilParked(_:)`). Costs one comparison per parked job while nobody waits.
 struct ParkedWaiters {
-    private var waiting: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiting: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var nextID: UInt64 = 0
+
+    /// A new waiter's identity, for ``cancel(_:)``.
+    mutating func makeID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
 
     /// Queues a waiter, or lets it go at once when `parked` already reaches its count.
-    mutating func wait(for count: Int, parked: Int, _ continuation: CheckedContinuation<Void, Never>) {
-        if parked >= count {
+    mutating func wait(_ id: UInt64, for count: Int, parked: Int, _ continuation: CheckedContinuation<Void, Never>) {
+        if parked >= count || Task.isCancelled {
             continuation.resume()
         } else {
-            waiting.append((count, continuation))
+            waiting.append((id, count, continuation))
+        }
+    }
+
+    /// Lets one waiter go (its task was cancelled).
+    mutating func cancel(_ id: UInt64) {
+        waiting.removeAll { waiter in
+            guard waiter.id == id else { return false }
+            waiter.continuation.resume()
+            return true
         }
     }
 
@@ -34,8 +50,17 @@ extension ErrorBus {
     /// Returns once the bus holds at least `count` parked jobs, or has stopped.
     package func parkedJobs(reaching count: Int) async {
         guard lifecycle != .stopped else { return }
-        await withCheckedContinuation { continuation in
-            parkedWaiters.wait(for: count, parked: parkedTotal, continuation)
+        let id = parkedWaiters.makeID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                parkedWaiters.wait(id, for: count, parked: parkedTotal, continuation)
+            }
+        } onCancel: {
+            Task { await self.cancelParkedWaiter(id) }
         }
+    }
+
+    private func cancelParkedWaiter(_ id: UInt64) {
+        parkedWaiters.cancel(id)
     }
 }

@@ -12,7 +12,8 @@ public import ServiceLifecycle
 ///
 /// The lines: `incident 3 opened: …` (warning), `incident 3 needs an operator: …` (error),
 /// `incident 3 resolved after 42 s: 120 failures absorbed, 118 jobs released, 2 dead-lettered`
-/// (notice); each dead letter (debug: the incident's lines tell the story). The counters, with the dimensions `service` and
+/// (notice); each dead letter (debug: the incident's lines tell the story); retries waiting for
+/// the retry budget outside any incident (warning). The counters, with the dimensions `service` and
 /// `category` (a ``ErrorCategory/Kind``, or `paused` for an operator's pause):
 /// `errorbus_incidents_opened_total`, `errorbus_incidents_escalated_total`,
 /// `errorbus_incidents_resolved_total`, `errorbus_failures_absorbed_total` (counted when its
@@ -22,7 +23,7 @@ public struct IncidentReporter: Service {
     private let bus: ErrorBus
     private let logger: Logger
     private let metadata: @Sendable (BusEvent, IncidentSnapshot) -> Logger.Metadata
-    private let metricsFactory: any MetricsFactory
+    private let metricsFactory: (any MetricsFactory)?
 
     /// Creates a reporter of `bus`'s incidents.
     ///
@@ -32,12 +33,13 @@ public struct IncidentReporter: Service {
     ///   - metadata: The metadata of each incident's line; by default ``standardMetadata(of:_:)``.
     ///     A daemon logging to the systemd journal can name its own fields here (a
     ///     `MESSAGE_ID` per step, say).
-    ///   - metricsFactory: Where the counters go: the process's metrics backend by default.
+    ///   - metricsFactory: Where the counters go; `nil` (the default): the process's metrics
+    ///     backend at the time each is counted.
     public init(
         bus: ErrorBus,
         logger: Logger,
         metadata: @escaping @Sendable (BusEvent, IncidentSnapshot) -> Logger.Metadata = IncidentReporter.standardMetadata,
-        metricsFactory: any MetricsFactory = MetricsSystem.factory
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         self.bus = bus
         self.logger = logger
@@ -57,7 +59,8 @@ public struct IncidentReporter: Service {
 
     /// Reports every event of the bus until the group shuts the reporter down gracefully. When
     /// the bus stops first, the reporter tells its last events, then waits for its own turn (a
-    /// service of a `ServiceGroup` that returns before it is asked to stop stops the group).
+    /// service of a `ServiceGroup` that returns before it is asked to stop stops the group):
+    /// outside a group, it returns only when its task is cancelled.
     public func run() async {
         let subscription = await bus.subscribe()
         for await event in subscription.cancelOnGracefulShutdown() {
@@ -69,31 +72,36 @@ public struct IncidentReporter: Service {
     /// Logs and counts one event, if it is a step of an incident's life or a dead letter;
     /// anything else (every canary, probe and parked job) costs a switch.
     public func report(_ event: BusEvent) {
-        guard let incident = event.incident else { return }
+        guard let incident = event.incident else {
+            if event.kind == .budgetExhausted || event.kind == .parkingOverflow {
+                logger.warning("\(event.kind): \(event.reason ?? "")")
+            }
+            return
+        }
         let dimensions = [("service", incident.service), ("category", Self.category(of: incident))]
         switch event.kind {
         case .incidentOpened:
-            Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions, factory: metricsFactory).increment()
+            Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
             logger.warning(
                 "incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")",
                 metadata: metadata(event, incident)
             )
         case .escalated:
-            Counter(label: "errorbus_incidents_escalated_total", dimensions: dimensions, factory: metricsFactory).increment()
+            Counter(label: "errorbus_incidents_escalated_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
             logger.error(
                 "incident \(incident.id) needs an operator: \(event.reason ?? incident.text.message) \(incident.text.next ?? "")",
                 metadata: metadata(event, incident)
             )
         case .incidentResolved:
-            Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions, factory: metricsFactory).increment()
-            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory).increment(by: incident.failures)
+            Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
+            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment(by: incident.failures)
             let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
             logger.notice(
                 "incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(Self.count(incident.failures, "failure")) absorbed, \(Self.count(incident.released, "job")) released, \(incident.deadLettered) dead-lettered",
                 metadata: metadata(event, incident)
             )
         case .jobDeadLettered:
-            Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions, factory: metricsFactory).increment()
+            Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
             logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
         default:
             break
@@ -102,7 +110,7 @@ public struct IncidentReporter: Service {
 
     /// The category an incident is told and counted under: its category's kind, but `paused`
     /// for an operator's pause, which the bus runs as a `fatal` incident.
-    public static func category(of incident: IncidentSnapshot) -> String {
+    package static func category(of incident: IncidentSnapshot) -> String {
         incident.fingerprint.cause == ErrorBus.operatorPauseCause ? "paused" : "\(incident.category.kind)"
     }
 

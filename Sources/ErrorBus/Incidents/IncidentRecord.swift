@@ -126,6 +126,16 @@ enum HoldKey: Hashable, Sendable {
     }
 }
 
+/// When a held job's time is up (``Job/expiresAfter``), for the bus's heap of expiries.
+struct Expiry: Comparable {
+    let deadline: TimelineInstant
+    let serial: UInt64
+
+    static func < (lhs: Expiry, rhs: Expiry) -> Bool {
+        (lhs.deadline, lhs.serial) < (rhs.deadline, rhs.serial)
+    }
+}
+
 /// A job with what it takes to run it again (a command object: job, operation, completion):
 /// what the bus parks, and resubmits once its incident's cause is gone.
 struct Command: Sendable {
@@ -135,9 +145,8 @@ struct Command: Sendable {
     let operation: @Sendable () async throws -> Void
     /// Receives the final outcome of a command the bus held.
     let completion: @Sendable (JobOutcome) async -> Void
-    /// What the job's limits need to know, for a job with any (``Job/expiresAfter``,
-    /// ``Job/maxAttempts``); `nil` otherwise, so that jobs without limits cost nothing more.
-    let limits: Limits?
+    /// The state of the job's limits for this submission, for a job with any; `nil` otherwise.
+    var limits: Job.LimitsBox? { job.limits }
 
     init(
         serial: UInt64,
@@ -147,25 +156,9 @@ struct Command: Sendable {
         completion: @escaping @Sendable (JobOutcome) async -> Void
     ) {
         self.serial = serial
-        self.job = job
+        self.job = job.startingLimits(at: now)
         self.operation = operation
         self.completion = completion
-        self.limits = job.expiresAfter == nil && job.maxAttempts == nil
-            ? nil
-            : Limits(expiresAt: job.expiresAfter.map { now().advanced(by: $0) })
-    }
-
-    final class Limits: Sendable {
-        /// When the job ends unless it succeeded by then.
-        let expiresAt: TimelineInstant?
-        /// The runs of the operation so far.
-        let runs = Atomic<Int>(0)
-        /// Whether the bus already waits for ``expiresAt`` to end the job if it still holds it.
-        let expiryScheduled = Atomic<Bool>(false)
-
-        init(expiresAt: TimelineInstant?) {
-            self.expiresAt = expiresAt
-        }
     }
 
     /// Whether the job's time is up at `now`.

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A unit of work a service runs through the bus, e.g. one upload.
 ///
 /// The bus needs to know whose work it is (``service``), where it goes (``scope``, usually the
@@ -17,13 +19,71 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// still held then (parked, or waiting for the retry budget) ends with
     /// ``JobStopped/Reason/expired``, and a job found expired when its turn comes is not run.
     /// A run under way is not interrupted. `nil`: no limit.
-    public var expiresAfter: Duration?
+    public var expiresAfter: Duration? {
+        get { limits?.value.expiresAfter }
+        set { updateLimits { $0.expiresAfter = newValue } }
+    }
     /// How many times the operation may run: a job that failed that many runs ends with
     /// ``JobStopped/Reason/attemptsExhausted`` instead of being parked or retried again. The
-    /// failure still counts into its incident. `nil`: no limit.
-    public var maxAttempts: Int?
+    /// failure still counts into its incident. `nil`: no limit; at least 1 otherwise.
+    public var maxAttempts: Int? {
+        get { limits?.value.maxAttempts }
+        set {
+            precondition(newValue.map { $0 > 0 } ?? true, "a job's maxAttempts must be at least 1")
+            updateLimits { $0.maxAttempts = newValue }
+        }
+    }
     /// What the bus does with the job while an incident holds it back.
-    public var whenHeld: WhenHeld
+    public var whenHeld: WhenHeld {
+        get { limits?.value.whenHeld ?? .park }
+        set { updateLimits { $0.whenHeld = newValue } }
+    }
+
+    /// The job's limits, boxed: most jobs have none, and a parked job costs one pointer for them
+    /// rather than the 40 bytes they take inline. The bus keeps in the box what it needs to
+    /// apply them to one submission of the job (``startingLimits(at:)``).
+    private(set) var limits: LimitsBox?
+
+    struct Limits: Hashable, Sendable {
+        var expiresAfter: Duration?
+        var maxAttempts: Int?
+        var whenHeld = WhenHeld.park
+    }
+
+    /// A job's limits, and once the bus took the job, their state for that submission. Equal
+    /// by the limits alone.
+    final class LimitsBox: Hashable, Sendable {
+        let value: Limits
+        /// When the job ends unless it succeeded by then.
+        let expiresAt: TimelineInstant?
+        /// The runs of the operation so far.
+        let runs = Atomic<Int>(0)
+        /// Whether the bus already waits for ``expiresAt`` to end the job if it still holds it.
+        let expiryScheduled = Atomic<Bool>(false)
+
+        init(_ value: Limits, expiresAt: TimelineInstant? = nil) {
+            self.value = value
+            self.expiresAt = expiresAt
+        }
+
+        static func == (lhs: LimitsBox, rhs: LimitsBox) -> Bool { lhs.value == rhs.value }
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+    }
+
+    /// The job as the bus holds it for one submission at `now`: with a box of its own, whose
+    /// expiry is counted from `now`, if it has limits.
+    func startingLimits(at now: () -> TimelineInstant) -> Job {
+        guard let limits else { return self }
+        var job = self
+        job.limits = LimitsBox(limits.value, expiresAt: limits.value.expiresAfter.map { now().advanced(by: $0) })
+        return job
+    }
+
+    private mutating func updateLimits(_ change: (inout Limits) -> Void) {
+        var value = limits?.value ?? Limits()
+        change(&value)
+        limits = value == Limits() ? nil : LimitsBox(value)
+    }
 
     /// What the bus does with a job that an incident holds back.
     public enum WhenHeld: Sendable, Hashable {
@@ -46,14 +106,15 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
         maxAttempts: Int? = nil,
         whenHeld: WhenHeld = .park
     ) {
-        precondition(maxAttempts.map { $0 > 0 } ?? true, "a job's maxAttempts must be at least 1")
         self.id = id
         self.service = service
         self.scope = scope
         self.realm = realm
-        self.expiresAfter = expiresAfter
-        self.maxAttempts = maxAttempts
-        self.whenHeld = whenHeld
+        if expiresAfter != nil || maxAttempts != nil || whenHeld != .park {
+            self.expiresAfter = expiresAfter
+            self.maxAttempts = maxAttempts
+            self.whenHeld = whenHeld
+        }
     }
 
     public var description: String { "\(service)/\(id)" }
