@@ -168,7 +168,13 @@ actor SyncService: Service {
             group.addTask { await self.dispatch() }
         }
         heldByBusAtStop = state.withTheBus
-        try await store.flush()
+        do {
+            try await store.flush()
+        } catch {
+            // When shutdown.drain-timeout ran out, it cancelled this task with the uploads: the
+            // daemon flushes once every service has stopped (Daemon.stop), uncancelled.
+            guard Task.isCancelled else { throw error }
+        }
         logger.info("sync stopped", metadata: ["held": "\(state.held)"])
     }
 
