@@ -56,6 +56,8 @@ extension ErrorBus {
                 parkedWaiters.wait(id, for: count, parked: parkedTotal, continuation)
             }
         } onCancel: {
+            // A cancellation handler cannot await the actor that holds the waiter; the hop is
+            // a task of its own, which ends as soon as it has let the waiter go.
             Task { await self.cancelParkedWaiter(id) }
         }
     }
