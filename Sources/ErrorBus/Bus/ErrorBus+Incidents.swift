@@ -227,7 +227,7 @@ extension ErrorBus {
         var expired: [Command] = []
         let now = clock.now()
         while let command = takeFirst(from: incident) {
-            if command.limits != nil, command.hasExpired(at: now) {
+            if command.hasExpired(at: now) {
                 expired.append(command)
                 continue
             }
@@ -406,14 +406,7 @@ extension ErrorBus {
 
     /// Removes a command whose caller stopped waiting for it.
     func withdraw(serial: UInt64) {
-        _ = takeHeld(serial: serial)
-    }
-
-    /// Takes a command the bus holds (waiting for the retry budget or parked) out of its hold,
-    /// with the incident it was parked under.
-    func takeHeld(serial: UInt64) -> (Command, IncidentID?)? {
-        let (taken, incidentOf) = takeHeld(serials: [serial])
-        return taken.first.map { ($0, incidentOf[serial] ?? nil) }
+        _ = takeHeld(serials: [serial])
     }
 
     /// Takes the commands the bus holds among `serials` out of their holds (one pass over the

@@ -199,7 +199,7 @@ extension ErrorBus {
                     // Checked once the slot is had, which may have taken a while. (A canary
                     // takes none: its incident checked it when it took it, and must hear how
                     // its run went.)
-                    if command.limits != nil, command.hasExpired(at: clock.now()) {
+                    if command.hasExpired(at: clock.now()) {
                         releaseSlot(command.job.scope, .other, at: clock.now())
                         return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
                     }
@@ -453,7 +453,6 @@ extension ErrorBus {
     /// Why a command may not be held again, if one of its job's limits says so: its time is up
     /// or it failed as many runs as it may.
     func limitReached(_ command: Command, failure: Failure?, incident: IncidentID?) -> JobStopped? {
-        guard command.limits != nil else { return nil }
         if command.hasExpired(at: clock.now()) {
             return JobStopped(evaluation: .cancel, reason: .expired, failure: failure, incident: incident)
         }

@@ -161,9 +161,10 @@ struct Command: Sendable {
         self.completion = completion
     }
 
-    /// Whether the job's time is up at `now`.
-    func hasExpired(at now: TimelineInstant) -> Bool {
-        limits?.expiresAt.map { now >= $0 } ?? false
+    /// Whether the job's time is up at `now`, which is read only for a job with a time limit.
+    func hasExpired(at now: @autoclosure () -> TimelineInstant) -> Bool {
+        guard let expiresAt = limits?.expiresAt else { return false }
+        return now() >= expiresAt
     }
 
     /// Whether the job may not run again: it failed as many runs as it may.
