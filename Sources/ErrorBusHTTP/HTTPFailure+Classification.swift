@@ -21,6 +21,7 @@ extension HTTPFailure {
     /// | `EHOSTUNREACH`, `ENETUNREACH`, `ENETDOWN`, `EADDRNOTAVAIL` | unreachable | `hostUnreachable`, `networkUnreachable`, `networkDown`, `noLocalAddress` |
     /// | connect timeout (`HTTPClientError.connectTimeout`, `ChannelError.connectTimeout`, `ETIMEDOUT`) | unreachable | `connectTimeout` |
     /// | certificate not trusted: unknown CA, expired, wrong name | unreachable | `untrustedCertificate` |
+    /// | the server's alert about the client certificate (required, bad, unknown CA, expired…) | unauthenticated | `clientCertificateRefused` |
     /// | other TLS handshake failure, TLS handshake timeout | unreachable | `tlsFailure`, `tlsHandshakeTimeout` |
     /// | a proxy refuses or fails (`proxyAuthenticationRequired`, `invalidProxyResponse`, proxy handshake timeouts) | unreachable | `proxyFailure` |
     /// | redirect loop or limit (a client that follows redirects) | unreachable | `captivePortal` |
@@ -321,6 +322,16 @@ private struct Diagnosis {
             if text.contains("CERTIFICATE_VERIFY_FAILED") {
                 return untrustedCertificate(target: target, detail: "it is self-signed, expired, issued for another name, or by a CA this host does not trust")
             }
+            if let alert = clientCertificateAlerts.first(where: { text.contains($0) }) {
+                // An alert received from the server about our certificate: it refused the client
+                // certificate (or its absence), which a new certificate fixes, not waiting.
+                return Diagnosis(
+                    category: .unauthenticated,
+                    cause: "clientCertificateRefused",
+                    title: "Client certificate refused",
+                    message: "\(target.authority) refused the TLS client certificate during the handshake (\(alert)): it is missing, expired or not from a CA the server trusts."
+                )
+            }
             return Diagnosis(
                 category: .unreachable,
                 cause: "tlsFailure",
@@ -344,6 +355,13 @@ private struct Diagnosis {
             )
         }
     }
+
+    /// The alerts a server sends about the client's certificate, as BoringSSL names them when
+    /// received.
+    private static let clientCertificateAlerts = [
+        "ALERT_CERTIFICATE_REQUIRED", "ALERT_BAD_CERTIFICATE", "ALERT_UNKNOWN_CA", "ALERT_CERTIFICATE_EXPIRED",
+        "ALERT_CERTIFICATE_REVOKED", "ALERT_CERTIFICATE_UNKNOWN", "ALERT_UNSUPPORTED_CERTIFICATE", "ALERT_ACCESS_DENIED",
+    ]
 
     private static func diagnose(_ error: NIOSSLExtraError, target: RequestTarget) -> Diagnosis {
         switch error {

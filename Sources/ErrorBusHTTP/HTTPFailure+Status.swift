@@ -16,6 +16,7 @@ extension HTTPFailure {
     /// |---|---|---|
     /// | 401 | unauthenticated | `http401` (message from `WWW-Authenticate`'s `error_description`, the problem or the OAuth error) |
     /// | 403 | invalid | `http403` (signing in again does not help: the message says so) |
+    /// | 400 with nginx's page for a missing or refused TLS client certificate | unauthenticated | `clientCertificateRefused` |
     /// | 400, 404, 409, 413, 422 and other 4xx | invalid(reason) | `http4xx` (RFC 9457 problem `title`/`detail` in the text and reason) |
     /// | 407 | unreachable | `http407` (a proxy wants credentials) |
     /// | 408, 425 | transient | `http408`, `http425` |
@@ -58,6 +59,8 @@ private struct ErrorAnswer {
     var challenges: [AuthenticationChallenge]
     /// The first line of a short `text/plain` body.
     var plainText: String?
+    /// The `<title>` of an HTML body.
+    var htmlTitle: String?
 
     init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, now: Date) {
         self.status = status
@@ -71,6 +74,9 @@ private struct ErrorAnswer {
         let bytes = body.map { Array($0.readableBytesView) } ?? []
         problem = ProblemDetails.parse(contentType: contentType, body: bytes)
         oauthError = problem == nil ? OAuthErrorBody.parse(contentType: contentType, body: bytes) : nil
+        if let contentType, MediaType.isHTML(contentType) {
+            htmlTitle = HTMLTitle.find(in: bytes)
+        }
         if problem == nil, oauthError == nil, let contentType, MediaType.essence(of: contentType) == "text/plain" {
             let firstLine = String(decoding: bytes.prefix(400), as: UTF8.self).split(whereSeparator: \.isNewline).first
             plainText = firstLine.map { String($0.trimmingASCIIWhitespace().prefix(200)) }.flatMap { $0.isEmpty ? nil : $0 }
@@ -127,6 +133,13 @@ private struct StatusDiagnosis {
             message =
                 "\(host) refused the credentials sent with \(request)"
                 + (why.map { ": \($0)\(code)." } ?? "\(code) without saying why.")
+        case 400 where answer.htmlTitle?.lowercased().contains("ssl certificate") == true:
+            // nginx with ssl_verify_client answers a missing ("400 No required SSL certificate was
+            // sent") or untrusted ("400 The SSL certificate error") client certificate so.
+            category = .unauthenticated
+            cause = "clientCertificateRefused"
+            title = "Client certificate refused"
+            message = "\(host) refused \(request) with “\(answer.htmlTitle ?? "400")”: it wants a TLS client certificate it trusts, and this one is missing, expired or not from its CA."
         case 403:
             category = .invalid(reason: answer.summary)
             title = "Request forbidden"

@@ -3,17 +3,17 @@
 /// A small parser of `scheme://[userinfo@]host[:port][/path][?query][#fragment]` (RFC 3986 §3)
 /// rather than Foundation's `URL`, so classification stays cheap and never fails: whatever the
 /// string, there is a host to group by (the whole string, at worst).
-struct RequestTarget: Sendable, Hashable {
+package struct RequestTarget: Sendable, Hashable {
     /// `http` or `https`, lowercased; empty when the URL has no scheme.
-    var scheme: String
+    package var scheme: String
     /// The host, lowercased, without brackets for an IPv6 literal.
-    var host: String
+    package var host: String
     /// The explicit port, or the scheme's default (80, 443), or `nil`.
-    var port: Int?
+    package var port: Int?
     /// The path and query, `/` at least.
-    var pathAndQuery: String
+    package var pathAndQuery: String
 
-    init(url: String) {
+    package init(url: String) {
         var rest = Substring(url)
         if let schemeEnd = rest.firstRange(of: "://") {
             scheme = rest[..<schemeEnd.lowerBound].lowercased()

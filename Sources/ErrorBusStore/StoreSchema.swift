@@ -147,6 +147,16 @@ enum StoreSchema {
             )
         }
 
+        // A resource's Last-Modified beside its ETag, and the URL both belong to.
+        migrator.registerMigration("6 resource validators") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE resource ADD COLUMN lastModified TEXT;
+                    ALTER TABLE resource ADD COLUMN url TEXT;
+                    """
+            )
+        }
+
         return migrator
     }
 }

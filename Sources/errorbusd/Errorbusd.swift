@@ -61,15 +61,20 @@ struct Errorbusd: AsyncParsableCommand {
         }
         if checkConfig {
             print("\(config): the configuration can be used")
-            switch configuration.auth.clientSecretSource {
-            case .credentialSource(let name, let path):
-                print("client secret: \(path) (errorbusd.service loads it as its credential \"\(name)\")")
-            case .credential(let name, let path):
-                print("client secret: the credential \"\(name)\" (\(path))")
-            case .file(let path):
-                print("client secret: \(path) (auth.client-secret-file)")
-            case .given:
-                break
+            let auth = configuration.auth
+            print("sign-in: \(auth.method.rawValue)")
+            print("upload: \(configuration.api.upload.method.rawValue) \(configuration.api.uploadContract.url)")
+            if let kind = DaemonConfiguration.Auth.secretKind(of: auth.method) {
+                switch auth.secretSource {
+                case .credentialSource(let name, let path):
+                    print("\(kind.what): \(path) (errorbusd.service loads it as its credential \"\(name)\")")
+                case .credential(let name, let path):
+                    print("\(kind.what): the credential \"\(name)\" (\(path))")
+                case .file(let path):
+                    print("\(kind.what): \(path) (\(kind.fileKey))")
+                case .given:
+                    break
+                }
             }
             return
         }

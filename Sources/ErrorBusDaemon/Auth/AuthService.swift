@@ -8,8 +8,15 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 
-/// Holds the OAuth 2.0 access token of the client-credentials grant (RFC 6749 §4.4): fetched at
-/// start, renewed before it expires, renewed once for the whole realm when the API rejects it.
+/// Signs errorbusd's requests in to the API, by the configured method, and is the bus's
+/// ``Authenticator`` for the API's realm.
+///
+/// With `oauth2-client-credentials` it holds the access token of the client-credentials grant
+/// (RFC 6749 §4.4): fetched at start, renewed before it expires, renewed once for the whole realm
+/// when the API rejects it. `bearer` and `basic` send a static credential, and `mtls` signs in
+/// by the TLS client certificate the HTTP client holds: for those a refusal cannot be healed by
+/// asking again, so the realm's incident waits for an operator's new credential (a reload, or a
+/// restart for a systemd credential or a certificate).
 ///
 /// It has no retry of its own. A token request that fails is answered to whoever needed the
 /// token: an upload rethrows the endpoint's failure (so an outage of the token endpoint parks it
@@ -20,11 +27,17 @@ import ServiceLifecycle
 actor AuthService: Authenticator, Service {
     /// What the service needs to know, from the daemon's configuration.
     struct Settings: Sendable, Equatable {
+        typealias Method = DaemonConfiguration.Auth.Method
+
+        var method: Method = .oauth2ClientCredentials
         var tokenURL: String
         var host: String
         var realm: String
         var clientID: String
-        var clientSecret: String
+        /// The method's secret: the client secret, the bearer token or the basic password.
+        var secret: String
+        /// `basic`'s user.
+        var user: String? = nil
         /// What an operator does about a refused secret, where it came from: a credential needs a
         /// restart, a file a reload.
         var secretFix: String
@@ -94,6 +107,15 @@ actor AuthService: Authenticator, Service {
     private func keepFresh() async throws {
         var tokens = renewals.makeAsyncIterator()
         while !Task.isCancelled {
+            guard settings.method == .oauth2ClientCredentials else {
+                // Nothing to renew. A new credential from a reload lets the work go that waited
+                // for an operator.
+                guard await tokens.next(isolation: self) != nil else { return }
+                if settings.method != .oauth2ClientCredentials {
+                    await bus.credentialsRenewed(realm: settings.realm)
+                }
+                continue
+            }
             if token != nil, let renewAt, clock.now() < renewAt {
                 try await clock.sleep(renewAt)
                 continue
@@ -125,24 +147,72 @@ actor AuthService: Authenticator, Service {
         }
     }
 
-    /// The token held now, whatever its expiry, without fetching one.
-    var currentToken: String? { token?.value }
+    /// The `Authorization` header's value for a request, or `nil` for a method that sends none
+    /// (`mtls`, `none`); with `oauth2-client-credentials`, ``accessToken()``'s.
+    func authorization() async throws -> String? {
+        switch settings.method {
+        case .oauth2ClientCredentials: "Bearer \(try await accessToken())"
+        default: staticAuthorization
+        }
+    }
 
-    /// The bus's re-authentication: a new token, whatever the current one's expiry says.
+    /// The `Authorization` value held now, without fetching a token.
+    var currentAuthorization: String? {
+        switch settings.method {
+        case .oauth2ClientCredentials: token.map { "Bearer \($0.value)" }
+        default: staticAuthorization
+        }
+    }
+
+    private var staticAuthorization: String? {
+        switch settings.method {
+        case .bearer: "Bearer \(settings.secret)"
+        case .basic: "Basic " + Data("\(settings.user ?? ""):\(settings.secret)".utf8).base64EncodedString()
+        case .oauth2ClientCredentials, .mtls, .none: nil
+        }
+    }
+
+    /// The bus's re-authentication: a new token, whatever the current one's expiry says; for a
+    /// static credential, which asking again cannot change, the operator's task.
     func reauthenticate(realm: String) async -> ReauthenticationResult {
-        token = nil
-        switch await refresh() {
-        case .token: return .renewed
-        case .rejected(let text): return .rejected(text)
-        case .unavailable(_, let reason): return .unavailable(reason: reason)
+        let host = settings.host
+        switch settings.method {
+        case .oauth2ClientCredentials:
+            token = nil
+            switch await refresh() {
+            case .token: return .renewed
+            case .rejected(let text): return .rejected(text)
+            case .unavailable(_, let reason): return .unavailable(reason: reason)
+            }
+        case .bearer, .basic:
+            let what = settings.method == .bearer ? "bearer token" : "password of user \"\(settings.user ?? "")\""
+            return .rejected(OperatorText(
+                title: "Credentials rejected",
+                message: "\(host) refused the \(what) errorbusd signs in with (auth.method \(settings.method.rawValue)); asking again cannot help.",
+                next: "\(settings.secretFix); waiting work resumes then."
+            ))
+        case .mtls:
+            return .rejected(OperatorText(
+                title: "Client certificate refused",
+                message: "\(host) refused the TLS client certificate errorbusd signs in with (auth.method mtls).",
+                next: "\(settings.secretFix); waiting work resumes then."
+            ))
+        case .none:
+            return .rejected(OperatorText(
+                title: "Sign-in required",
+                message: "\(host) asks for credentials, but auth.method is none.",
+                next: "Set auth.method and its credentials, then reload errorbusd; waiting work resumes then."
+            ))
         }
     }
 
     /// Applies new settings (a reload). New credentials or a new endpoint mean a new token.
     func update(_ settings: Settings) {
         guard settings != self.settings else { return }
-        let credentialsChanged = settings.clientID != self.settings.clientID
-            || settings.clientSecret != self.settings.clientSecret
+        let credentialsChanged = settings.method != self.settings.method
+            || settings.clientID != self.settings.clientID
+            || settings.secret != self.settings.secret
+            || settings.user != self.settings.user
             || settings.tokenURL != self.settings.tokenURL
         self.settings = settings
         if credentialsChanged {
@@ -204,7 +274,7 @@ actor AuthService: Authenticator, Service {
     private static func requestToken(_ settings: Settings, http: HTTPClient, clock: Timeline) async throws -> Token {
         var request = HTTPClientRequest(url: settings.tokenURL)
         request.method = .POST
-        let credentials = Data("\(formEncoded(settings.clientID)):\(formEncoded(settings.clientSecret))".utf8).base64EncodedString()
+        let credentials = Data("\(formEncoded(settings.clientID)):\(formEncoded(settings.secret))".utf8).base64EncodedString()
         request.headers.add(name: "Authorization", value: "Basic \(credentials)")
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")

@@ -25,7 +25,6 @@ enum ConfigurationKeys {
     static let all: [(key: String, shape: Shape)] = [
         ("api.base-url", .value),
         ("api.token-path", .value),
-        ("api.items-path", .value),
         ("api.resources-path", .value),
         ("api.probe-url", .optionalValue),
         ("api.realm", .value),
@@ -33,10 +32,26 @@ enum ConfigurationKeys {
         ("api.request-timeout", .value),
         ("api.ca-file", .optionalValue),
         ("api.classify", .list),
+        ("api.upload.method", .value),
+        ("api.upload.url", .value),
+        ("api.upload.body", .value),
+        ("api.upload.multipart-field", .optionalValue),
+        ("api.upload.headers", .list),
+        ("api.upload.idempotency-header", .optionalValue),
+        ("api.upload.delivered", .list),
+        ("api.upload.receipt.json-pointer", .optionalValue),
+        ("api.upload.receipt.header", .optionalValue),
+        ("api.upload.receipt.value", .optionalValue),
+        ("auth.method", .value),
         ("auth.client-id", .value),
         ("auth.client-secret-file", .optionalValue),
         ("auth.credential-name", .value),
         ("auth.refresh-margin", .value),
+        ("auth.token-file", .optionalValue),
+        ("auth.user", .optionalValue),
+        ("auth.password-file", .optionalValue),
+        ("auth.client-certificate-file", .optionalValue),
+        ("auth.client-key-file", .optionalValue),
         ("sync.outbox", .value),
         ("sync.after-delivery", .value),
         ("sync.sent-directory", .value),
@@ -99,9 +114,21 @@ enum ConfigurationKeys {
 
     /// Keys that are refused rather than unknown, with what to do instead.
     static let refused: [String: String] = [
+        "api.items-path": """
+            replaced by api.upload.url, the whole upload target with placeholders: /v1/items becomes \
+            /v1/items/{sha256}
+            """,
         "auth.client-secret": """
             the client secret is never read from the configuration; put it in a file readable only by \
             errorbusd and set auth.client-secret-file, or pass it with systemd's LoadCredential=client-secret:PATH
+            """,
+        "auth.token": """
+            the bearer token is never read from the configuration; put it in a file readable only by \
+            errorbusd and set auth.token-file, or pass it with systemd's LoadCredential=token:PATH
+            """,
+        "auth.password": """
+            the password is never read from the configuration; put it in a file readable only by \
+            errorbusd and set auth.password-file, or pass it with systemd's LoadCredential=password:PATH
             """,
         "bus.release.concurrency": """
             replaced by bus.concurrency.maximum, which bounds the uploads under way to one API, first \

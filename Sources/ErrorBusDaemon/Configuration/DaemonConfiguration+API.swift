@@ -13,8 +13,9 @@ extension DaemonConfiguration {
         package var baseURL: String
         /// `api.token-path`: the OAuth token endpoint under ``baseURL``. Default `/oauth/token`.
         package var tokenPath: String
-        /// `api.items-path`: uploads go to `PUT baseURL + itemsPath + "/" + id`. Default `/v1/items`.
-        package var itemsPath: String
+        /// `api.upload.*`: how a file is uploaded and what answer means the API has it. Its URL,
+        /// when a path, is under ``baseURL``.
+        package var upload: UploadContract
         /// `api.resources-path`: resources come from `GET baseURL + resourcesPath + "/" + name`.
         /// Default `/v1/resources`.
         package var resourcesPath: String
@@ -55,7 +56,7 @@ extension DaemonConfiguration {
         package init(
             baseURL: String = "http://127.0.0.1:8080",
             tokenPath: String = "/oauth/token",
-            itemsPath: String = "/v1/items",
+            upload: UploadContract = UploadContract(),
             resourcesPath: String = "/v1/resources",
             probeURL: String? = nil,
             realm: String = "api",
@@ -66,7 +67,7 @@ extension DaemonConfiguration {
         ) {
             self.baseURL = baseURL
             self.tokenPath = tokenPath
-            self.itemsPath = itemsPath
+            self.upload = upload
             self.resourcesPath = resourcesPath
             self.configuredProbeURL = probeURL
             self.realm = realm
@@ -83,7 +84,7 @@ extension DaemonConfiguration.API: Equatable {
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.baseURL == rhs.baseURL
             && lhs.tokenPath == rhs.tokenPath
-            && lhs.itemsPath == rhs.itemsPath
+            && lhs.upload == rhs.upload
             && lhs.resourcesPath == rhs.resourcesPath
             && lhs.probeURL == rhs.probeURL
             && lhs.realm == rhs.realm

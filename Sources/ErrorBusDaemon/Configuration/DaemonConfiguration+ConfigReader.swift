@@ -44,12 +44,9 @@ extension DaemonConfiguration {
             bus: try Self.bus(settings)
         )
         // Last, so a typo elsewhere is reported before a secret that is not there yet.
-        (auth.clientSecret, auth.clientSecretSource) = try Auth.readSecret(
-            file: auth.clientSecretFile,
-            credentialName: auth.credentialName,
-            credentialsDirectory: systemd.credentials,
-            credentialSource: credentialSource
-        )
+        let credentials = CredentialReader(credentialsDirectory: systemd.credentials, credentialSource: credentialSource)
+        try auth.readSecrets(credentials)
+        api.upload = try UploadContract(settings, credentials: credentials)
     }
 
     private static let logLevels: KeyValuePairs<String, Logger.Level> = [
@@ -178,7 +175,6 @@ extension DaemonConfiguration.API {
         self.init(
             baseURL: baseURL,
             tokenPath: try Self.path(settings, "api.token-path", default: defaults.tokenPath),
-            itemsPath: try Self.path(settings, "api.items-path", default: defaults.itemsPath),
             resourcesPath: try Self.path(settings, "api.resources-path", default: defaults.resourcesPath),
             probeURL: probeURL,
             realm: try settings.string("api.realm", default: defaults.realm),
@@ -239,99 +235,6 @@ extension DaemonConfiguration.API {
             throw ConfigurationError(key: key, reason: "expected a path starting with / (without ?, # or spaces), got \"\(text)\"")
         }
         return text.count > 1 && text.hasSuffix("/") ? String(text.dropLast()) : text
-    }
-}
-
-extension DaemonConfiguration.Auth {
-    /// Everything but the secret, which ``readSecret(file:credentialName:credentialsDirectory:)``
-    /// reads once all settings are known to be good.
-    fileprivate init(_ settings: SettingReader) throws(ConfigurationError) {
-        let defaults = Self()
-        let clientSecretFile = try settings.optionalAbsolutePath("auth.client-secret-file")
-        let credentialName = try settings.string("auth.credential-name", default: defaults.credentialName)
-        guard SafeFileName.isSafe(credentialName) else {
-            throw ConfigurationError(key: "auth.credential-name", reason: "expected \(SafeFileName.expectation), got \"\(credentialName)\"")
-        }
-        self.init(
-            clientID: try settings.string("auth.client-id", default: defaults.clientID),
-            clientSecretFile: clientSecretFile,
-            credentialName: credentialName,
-            refreshMargin: try settings.duration("auth.refresh-margin", default: defaults.refreshMargin, .atLeast(.zero))
-        )
-    }
-
-    /// The secret from `file`, else from `credentialsDirectory/credentialName`, else (a
-    /// configuration check outside the service) from `credentialSource/credentialName`; and
-    /// where it came from.
-    fileprivate static func readSecret(
-        file: String?,
-        credentialName: String,
-        credentialsDirectory: String?,
-        credentialSource: String?
-    ) throws(ConfigurationError) -> (Secret, SecretSource) {
-        let source: SecretSource
-        let key: String
-        let what: String
-        if let file {
-            (source, key, what) = (.file(file), "auth.client-secret-file", "the client secret file \(file)")
-        } else if let credentialsDirectory {
-            let path = credentialsDirectory + "/" + credentialName
-            source = .credential(name: credentialName, path: path)
-            (key, what) = ("auth.credential-name", "the credential \(path) ($CREDENTIALS_DIRECTORY/\(credentialName))")
-        } else if let credentialSource {
-            let path = credentialSource + "/" + credentialName
-            source = .credentialSource(name: credentialName, path: path)
-            (key, what) = ("auth.credential-name", "the client secret \(path), which errorbusd.service loads as its credential \"\(credentialName)\"")
-        } else {
-            throw ConfigurationError(
-                key: "auth.client-secret-file",
-                reason: """
-                    no client secret: set auth.client-secret-file, or run errorbusd under systemd with \
-                    LoadCredential=\(credentialName):PATH ($CREDENTIALS_DIRECTORY is not set)
-                    """
-            )
-        }
-        let path: String
-        switch source {
-        case .file(let file): path = file
-        case .credential(_, let copy), .credentialSource(_, let copy): path = copy
-        case .given: path = ""
-        }
-        let bytes: [UInt8]
-        do {
-            bytes = try ConfigurationFile.read(path, limit: 65_536)
-        } catch {
-            var reason = "cannot read \(what): \(error)"
-            switch source {
-            case .credential: reason += "; does the unit have LoadCredential=\(credentialName):PATH?"
-            case .credentialSource: reason += "; put the API's client secret there (owned by root, mode 0600)"
-            default: break
-            }
-            throw ConfigurationError(key: key, reason: reason)
-        }
-        guard var secret = String(validating: bytes, as: UTF8.self) else {
-            throw ConfigurationError(key: key, reason: "\(what) is not UTF-8 text")
-        }
-        while secret.hasSuffix("\n") || secret.hasSuffix("\r") || secret.hasSuffix("\r\n") {
-            secret.removeLast()
-        }
-        guard !secret.isEmpty else {
-            if case .credential = source {
-                // errorbusd.service has SetCredential=client-secret: (empty) as the fallback of its
-                // LoadCredential=, so that a missing file reaches errorbusd, which can say what to
-                // do, instead of failing the start with systemd's "243/CREDENTIALS" in a loop.
-                throw ConfigurationError(
-                    key: key,
-                    reason: """
-                        no client secret: the credential \"\(credentialName)\" is empty, so the file it is loaded from is \
-                        missing or empty (\(Self.installedCredentialFile) for errorbusd.service). Put the API's client \
-                        secret there (owned by root, mode 0600), then: systemctl restart errorbusd
-                        """
-                )
-            }
-            throw ConfigurationError(key: key, reason: "\(what) is empty")
-        }
-        return (Secret(secret), source)
     }
 }
 
@@ -452,11 +355,29 @@ extension DaemonConfiguration.Loader {
         let key = "loader.resources"
         var resources: [Resource] = []
         for entry in settings.list(key) ?? [] {
-            guard let equals = entry.firstIndex(of: "=") else {
-                throw ConfigurationError(key: key, reason: "expected NAME=INTERVAL (motd.txt=5m), got \"\(entry)\"")
+            // The last =: a URL's query may hold some, an interval never does.
+            guard let equals = entry.lastIndex(of: "=") else {
+                throw ConfigurationError(key: key, reason: "expected NAME=INTERVAL (motd.txt=5m) or URL=INTERVAL, got \"\(entry)\"")
             }
-            let name = String(entry[..<equals].configurationTrimmed)
+            let source = String(entry[..<equals].configurationTrimmed)
             let intervalText = String(entry[entry.index(after: equals)...].configurationTrimmed)
+            var name = source
+            var url: String?
+            if source.lowercased().hasPrefix("http://") || source.lowercased().hasPrefix("https://") {
+                guard let components = URLComponents(string: source), let host = components.host, !host.isEmpty,
+                    components.user == nil, components.fragment == nil
+                else {
+                    throw ConfigurationError(key: key, reason: "expected an http(s) URL with a host (no user:password@ or #fragment), got \"\(source)\"")
+                }
+                name = components.path.split(separator: "/").last.map(String.init) ?? ""
+                guard SafeFileName.isSafe(name) else {
+                    throw ConfigurationError(
+                        key: key,
+                        reason: "\(source): the URL's last path segment names the local copy, so it must be \(SafeFileName.expectation), got \"\(name)\""
+                    )
+                }
+                url = source
+            }
             guard SafeFileName.isSafe(name) else {
                 throw ConfigurationError(key: key, reason: "expected a resource name of \(SafeFileName.expectation), got \"\(name)\"")
             }
@@ -469,7 +390,7 @@ extension DaemonConfiguration.Loader {
             guard !resources.contains(where: { $0.name == name }) else {
                 throw ConfigurationError(key: key, reason: "\(name) is listed twice")
             }
-            resources.append(Resource(name: name, interval: interval))
+            resources.append(Resource(name: name, url: url, interval: interval))
         }
         self.init(
             directory: try settings.absolutePath("loader.directory", default: Self().directory),

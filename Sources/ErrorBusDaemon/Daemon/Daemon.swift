@@ -235,9 +235,16 @@ package struct Daemon: Sendable {
             readTimeout: TimeAmount(configuration.api.requestTimeout)
         )
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 2 * configuration.sync.concurrency + 8)
-        if let caFile = configuration.api.caFile {
+        let identity = configuration.auth.method == .mtls ? configuration.auth.clientIdentity : nil
+        if configuration.api.caFile != nil || identity != nil {
             var tls = TLSConfiguration.makeClientConfiguration()
-            tls.additionalTrustRoots = [.file(caFile)]
+            if let caFile = configuration.api.caFile {
+                tls.additionalTrustRoots = [.file(caFile)]
+            }
+            if let identity {
+                tls.certificateChain = identity.certificateChain.map { .certificate($0) }
+                tls.privateKey = .privateKey(identity.privateKey)
+            }
             http.tlsConfiguration = tls
         }
         return http

@@ -1,14 +1,25 @@
+import ErrorBusHTTP
+
 /// Each service's settings, taken from the daemon's configuration.
 extension AuthService.Settings {
     init(_ configuration: DaemonConfiguration) {
         let api = configuration.api
+        let auth = configuration.auth
+        let secretFix: String
+        if let identity = auth.clientIdentity {
+            secretFix = identity.certificateSource.fix("client certificate and key", loadedAtStart: true)
+        } else {
+            secretFix = auth.secretSource.fix(DaemonConfiguration.Auth.secretKind(of: auth.method)?.what ?? "credentials")
+        }
         self.init(
+            method: auth.method,
             tokenURL: api.baseURL + api.tokenPath,
             host: api.host,
             realm: api.realm,
-            clientID: configuration.auth.clientID,
-            clientSecret: configuration.auth.clientSecret.value,
-            secretFix: configuration.auth.clientSecretSource.fix,
+            clientID: auth.clientID,
+            secret: auth.secret.value,
+            user: auth.user,
+            secretFix: secretFix,
             refreshMargin: configuration.auth.refreshMargin,
             requestTimeout: api.requestTimeout
         )
@@ -26,8 +37,8 @@ extension SyncService.Settings {
             maxFileSize: sync.maxFileSize,
             rescanInterval: sync.rescanInterval,
             settleTime: sync.settleTime,
-            itemsURL: api.baseURL + api.itemsPath,
-            host: api.host,
+            upload: api.uploadContract,
+            host: api.uploadHost,
             realm: api.realm,
             requestTimeout: api.requestTimeout,
             classify: api.classify,
@@ -44,9 +55,10 @@ extension LoaderService.Settings {
         let api = configuration.api
         self.init(
             directory: configuration.loader.directory,
-            resources: configuration.loader.resources.map { Resource(name: $0.name, interval: $0.interval) },
-            resourcesURL: api.baseURL + api.resourcesPath,
-            host: api.host,
+            resources: configuration.loader.resources.map { resource in
+                let url = resource.url ?? api.baseURL + api.resourcesPath + "/" + resource.name
+                return Resource(name: resource.name, url: url, interval: resource.interval, signedIn: api.isOwnOrigin(url))
+            },
             realm: api.realm,
             requestTimeout: api.requestTimeout,
             classify: api.classify
@@ -56,3 +68,29 @@ extension LoaderService.Settings {
 
 /// The service's own name for how delivered files are treated.
 typealias AfterDelivery = DaemonConfiguration.Sync.AfterDelivery
+
+extension DaemonConfiguration.API {
+    /// ``upload``, its URL made absolute.
+    package var uploadContract: UploadContract {
+        var contract = upload
+        contract.url = upload.url(base: baseURL)
+        return contract
+    }
+
+    /// The host uploads go to: the base URL's, unless the upload URL names another.
+    package var uploadHost: String {
+        guard !upload.url.isPath else { return host }
+        let sample = upload.url.render(UploadItem(sha256: "", name: "", size: 0))
+        return RequestTarget(url: sample).host
+    }
+}
+
+extension DaemonConfiguration.API {
+    /// Whether `url` is on the API's own origin (scheme, host and port of ``baseURL``): the
+    /// only URLs the API's credentials are sent to.
+    func isOwnOrigin(_ url: String) -> Bool {
+        let base = RequestTarget(url: baseURL)
+        let other = RequestTarget(url: url)
+        return base.scheme == other.scheme && base.host == other.host && base.port == other.port
+    }
+}

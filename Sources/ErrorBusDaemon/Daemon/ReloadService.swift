@@ -83,6 +83,9 @@ actor ReloadService: Service {
         if old.api.connectTimeout != new.api.connectTimeout || old.api.caFile != new.api.caFile {
             changed.append("api.connect-timeout/api.ca-file")
         }
+        if old.auth.clientIdentity != new.auth.clientIdentity {
+            changed.append("the client certificate and key (auth.method mtls)")
+        }
         return changed
     }
 }

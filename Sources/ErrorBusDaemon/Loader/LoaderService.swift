@@ -11,20 +11,27 @@ import _NIOFileSystem
 import ServiceLifecycle
 
 /// Keeps a local copy of each configured remote resource fresh: a conditional `GET` on the
-/// resource's interval, the new body written atomically over the old copy, the last good copy
-/// kept through every failure.
+/// resource's interval (`If-None-Match` and `If-Modified-Since` from the copy's `ETag` and
+/// `Last-Modified`), the new body written atomically over the old copy, the last good copy kept
+/// through every failure.
 actor LoaderService: Service {
     /// What the service needs to know, from the daemon's configuration.
     struct Settings: Sendable, Equatable {
         struct Resource: Sendable, Equatable {
             var name: String
+            /// Where it is fetched from.
+            var url: String
             var interval: Duration
+            /// Whether the request carries the API's sign-in: only for a URL on the API's own
+            /// origin, so that a credential never goes to another server.
+            var signedIn = true
+
+            /// The resource's host: its scope on the bus.
+            var host: String { RequestTarget(url: url).host }
         }
 
         var directory: String
         var resources: [Resource]
-        var resourcesURL: String
-        var host: String
         var realm: String
         var requestTimeout: Duration
         /// `api.classify`.
@@ -38,12 +45,13 @@ actor LoaderService: Service {
         var lastChecked: Date?
         var lastChanged: Date?
         var etag: String?
+        var lastModified: String?
         var lastProblem: String?
     }
 
     /// What one fetch found.
     enum Fetch: Sendable {
-        case changed(etag: String?, bytes: Int64)
+        case changed(ResourceValidators, bytes: Int64)
         case unchanged
     }
 
@@ -126,21 +134,29 @@ actor LoaderService: Service {
     private func refresh(_ resource: Settings.Resource) async {
         let settings = self.settings
         let path = settings.directory + "/" + resource.name
-        let etag = FileManager.default.fileExists(atPath: path) ? (try? store.etag(forResource: resource.name)) ?? nil : nil
-        let job = Job(id: "resources/\(resource.name)", service: Self.service, scope: settings.host, realm: settings.realm)
+        // Validators only for a copy that is there: a removed copy is fetched whole again.
+        let validators = FileManager.default.fileExists(atPath: path)
+            ? (try? store.validators(forResource: resource.name, url: resource.url)) ?? nil : nil
+        let job = Job(
+            id: "resources/\(resource.name)",
+            service: Self.service,
+            scope: resource.host,
+            realm: resource.signedIn ? settings.realm : nil
+        )
         let http = self.http
         let auth = self.auth
         var state = states[resource.name] ?? ResourceState()
         state.lastChecked = Date()
         do throws(JobStopped) {
             let fetch = try await bus.perform(job) {
-                try await Self.fetch(resource.name, to: path, etag: etag, settings: settings, http: http, auth: auth)
+                try await Self.fetch(resource, to: path, validators: validators, settings: settings, http: http, auth: auth)
             }
             state.lastProblem = nil
-            if case .changed(let newTag, let bytes) = fetch {
+            if case .changed(let newValidators, let bytes) = fetch {
                 state.lastChanged = Date()
-                state.etag = newTag
-                try? store.setETag(newTag, forResource: resource.name)
+                state.etag = newValidators.etag
+                state.lastModified = newValidators.lastModified
+                try? store.setValidators(newValidators, forResource: resource.name, url: resource.url)
                 logger.info("resource \(resource.name) updated (\(bytes) bytes)")
             }
         } catch {
@@ -156,17 +172,22 @@ actor LoaderService: Service {
 
     /// One conditional `GET`: `304` leaves the copy alone, `200` replaces it atomically.
     private static func fetch(
-        _ name: String,
+        _ resource: Settings.Resource,
         to path: String,
-        etag: String?,
+        validators: ResourceValidators?,
         settings: Settings,
         http: HTTPClient,
         auth: AuthService
     ) async throws -> Fetch {
-        let url = "\(settings.resourcesURL)/\(name)"
+        let (name, url) = (resource.name, resource.url)
         var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "Authorization", value: "Bearer \(try await auth.accessToken())")
-        if let etag { request.headers.add(name: "If-None-Match", value: etag) }
+        if resource.signedIn, let authorization = try await auth.authorization() {
+            request.headers.add(name: "Authorization", value: authorization)
+        }
+        // Both when both are known: a server that has an ETag compares it and ignores the date
+        // (RFC 9110 §13.1.3), one without compares the date.
+        if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
+        if let lastModified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
         let response: HTTPClientResponse
         do {
@@ -204,7 +225,8 @@ actor LoaderService: Service {
                         status: 200
                     )
                 }
-                return .changed(etag: response.headers.first(name: "ETag"), bytes: written)
+                let validators = ResourceValidators(etag: response.headers.first(name: "ETag"), lastModified: response.headers.first(name: "Last-Modified"))
+                return .changed(validators, bytes: written)
             } catch is AtomicFile.TooLarge {
                 throw HTTPFailure.bodyTooLarge(method: "GET", url: url, status: 200, limit: Int(limit))
             } catch let failure as HTTPFailure {

@@ -29,7 +29,9 @@ actor SyncService: Service {
         var maxFileSize: Int64
         var rescanInterval: Duration
         var settleTime: Duration
-        var itemsURL: String
+        /// How the API takes an upload, its URL absolute.
+        var upload = UploadContract()
+        /// The upload URL's host: the scope of the uploads on the bus.
         var host: String
         var realm: String
         var requestTimeout: Duration

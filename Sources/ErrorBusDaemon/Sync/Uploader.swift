@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import ErrorBusHTTP
 import ErrorBusStore
 import ErrorBusSupport
@@ -17,16 +18,19 @@ protocol Uploading: Sendable {
     func upload(_ job: OutboxFile) async throws
 }
 
-/// Uploads one outbox file: `PUT {items}/{id}` with the file streamed from disk, the content key
-/// as `Idempotency-Key` and the current bearer token. Knows nothing of retries: every failure is
-/// thrown, categorised, for the bus. A success whose rate-limit fields say the quota is spent
-/// (`RateLimit: …;r=0;t=30`, `X-RateLimit-Remaining: 0`) has the bus pace the API's scope until
-/// the reset, so the next upload does not meet a `429`.
+/// Uploads one outbox file as the API's ``UploadContract`` says: its method and URL, the file
+/// streamed from disk (raw or as a `multipart/form-data` part), the file's SHA-256 in the
+/// idempotency header, the configured headers and the sign-in's `Authorization`. A delivered
+/// status counts only with the receipt the contract asks for. Knows nothing of retries: every
+/// failure is thrown, categorised, for the bus. A success whose rate-limit fields say the quota
+/// is spent (`RateLimit: …;r=0;t=30`, `X-RateLimit-Remaining: 0`) has the bus pace the API's scope
+/// until the reset, so the next upload does not meet a `429`.
 final class Uploader: Uploading {
     let http: HTTPClient
     let auth: AuthService
     let bus: ErrorBus
-    let itemsURL: String
+    /// The contract, its URL made absolute.
+    let contract: UploadContract
     let scope: String
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
@@ -35,7 +39,7 @@ final class Uploader: Uploading {
         self.http = http
         self.auth = auth
         self.bus = bus
-        self.itemsURL = settings.itemsURL
+        self.contract = settings.upload
         self.scope = settings.host
         self.requestTimeout = settings.requestTimeout
         self.classify = settings.classify
@@ -44,42 +48,65 @@ final class Uploader: Uploading {
     /// Files are read and sent in chunks of this size, never whole.
     static let chunkLength: Int64 = 64 * 1024
 
+    /// The most of a delivered answer's body read: a receipt is small.
+    static let receiptLimit = 64 * 1024
+
     func upload(_ job: OutboxFile) async throws {
-        let token = try await auth.accessToken()
+        let authorization = try await auth.authorization()
         do {
-            try await put(job, token: token)
+            try await send(job, authorization: authorization)
         } catch let failure as HTTPFailure where failure.category.kind == .unauthenticated {
-            // Refused with a token the realm's re-authentication has since replaced (the request
-            // left before the renewal finished): the new token has not been refused yet, so try
-            // it once rather than starting another re-authentication.
-            guard let current = await auth.currentToken, current != token else { throw failure }
-            try await put(job, token: current)
+            // Refused with credentials the realm's re-authentication (or a reload) has since
+            // replaced (the request left before the renewal finished): the new ones have not been
+            // refused yet, so try them once rather than starting another re-authentication.
+            guard let current = await auth.currentAuthorization, current != authorization else { throw failure }
+            try await send(job, authorization: current)
         }
     }
 
-    private func put(_ job: OutboxFile, token: String) async throws {
-        let url = "\(itemsURL)/\(job.id)"
+    private func send(_ job: OutboxFile, authorization: String?) async throws {
+        let item = UploadItem(sha256: job.id, name: job.fileName, size: job.size)
+        let url = contract.url.render(item)
         var request = HTTPClientRequest(url: url)
-        request.method = .PUT
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        request.headers.add(name: "Idempotency-Key", value: job.id)
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.method = HTTPMethod(rawValue: contract.method.rawValue)
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+        if let header = contract.idempotencyHeader { request.headers.add(name: header, value: job.id) }
+        for header in contract.headers {
+            request.headers.add(name: header.name, value: header.value.render(item))
+        }
+        let framing: MultipartFraming?
+        switch contract.body {
+        case .raw:
+            framing = nil
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        case .multipart(let field):
+            let multipart = MultipartFraming(field: field, fileName: job.fileName)
+            framing = multipart
+            request.headers.add(name: "Content-Type", value: multipart.contentType)
+        }
         if job.size <= Self.chunkLength {
             // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
             // pool), and sent as one buffer without a body stream.
             do {
-                request.body = .bytes(try await Self.contents(of: job))
+                var body = try await Self.contents(of: job)
+                if let framing { body = framing.wrap(body) }
+                request.body = .bytes(body)
             } catch let error as SystemCallError {
                 throw OutboxFileFailure(error, job: job)
             }
-            try await send(request, id: job.id, url: url)
+            try await send(request, item: item, url: url)
         } else {
             do {
                 try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
                     let size = try await handle.info().size
                     guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
-                    request.body = .stream(handle.readChunks(chunkLength: .bytes(Self.chunkLength)), length: .known(size))
-                    try await send(request, id: job.id, url: url)
+                    let chunks = handle.readChunks(chunkLength: .bytes(Self.chunkLength))
+                    if let framing {
+                        request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: size)))
+                    } else {
+                        request.body = .stream(chunks, length: .known(size))
+                    }
+                    try await send(request, item: item, url: url)
                 }
             } catch let error as FileSystemError {
                 throw OutboxFileFailure(error, job: job)
@@ -87,30 +114,62 @@ final class Uploader: Uploading {
         }
     }
 
-    /// What the API answers a stored item with (`{"id","bytes","sha256","versions"}`).
-    private struct Receipt: Decodable {
-        let id: String
-    }
-
-    private func send(_ request: HTTPClientRequest, id: String, url: String) async throws {
+    private func send(_ request: HTTPClientRequest, item: UploadItem, url: String) async throws {
+        let method = contract.method.rawValue
         let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let response: HTTPClientResponse
         do {
             response = try await http.execute(request, deadline: deadline)
         } catch {
-            throw HTTPFailure(classifying: error, method: "PUT", url: url)
+            throw HTTPFailure(classifying: error, method: method, url: url)
         }
-        guard response.status == .created || response.status == .ok else {
-            throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline).overridden(by: classify)
+        guard contract.delivered.contains(Int(response.status.code)) else {
+            throw await HTTPFailure.classifying(response, method: method, url: url, deadline: deadline).overridden(by: classify)
         }
         if let pause = RateLimitFields(headers: response.headers)?.pause {
             bus.pace(scope: scope, for: pause)
         }
-        // Only the API's receipt for this item says that the API has it. A 2xx with anything
-        // else (a captive portal's or a proxy's page) is no delivery: taking it for one would
-        // remove a file the API never received.
-        _ = try await response.decodeBody(as: Receipt.self, deadline: deadline, method: "PUT", url: url, expected: "the item's receipt") {
-            $0.id == id ? nil : "the receipt for item \(id) (it named \($0.id))"
+        try await checkReceipt(response, item: item, method: method, url: url, deadline: deadline)
+    }
+
+    /// Only the API's receipt for this file says that the API has it, where the contract names
+    /// one. A 2xx with anything else (a captive portal's or a proxy's page) is no delivery: taking
+    /// it for one would remove a file the API never received.
+    private func checkReceipt(_ response: HTTPClientResponse, item: UploadItem, method: String, url: String, deadline: NIODeadline) async throws {
+        switch contract.receipt {
+        case nil:
+            // Read (and drop) the body, so that the connection can carry the next upload. The
+            // status has said delivered: a body cut short or too long changes nothing.
+            _ = try? await response.collectBody(upTo: Self.receiptLimit, deadline: deadline, method: method, url: url)
+        case .jsonPointer(let pointer):
+            let expected = "a receipt whose \(pointer) is the file's SHA-256"
+            let body = try await response.collectBody(upTo: Self.receiptLimit, deadline: deadline, method: method, url: url)
+            let value = try? JSONPointer.value(at: pointer, in: Data(body.readableBytesView))
+            guard let text = value as? String, text.lowercased() == item.sha256 else {
+                throw HTTPFailure.undecodable(
+                    method: method, url: url, status: Int(response.status.code),
+                    contentType: response.headers.first(name: "Content-Type"), body: body, expected: expected
+                )
+            }
+        case .header(let name, let value):
+            _ = try? await response.collectBody(upTo: Self.receiptLimit, deadline: deadline, method: method, url: url)
+            let expected = value.render(item)
+            let found = response.headers.first(name: name)
+            guard found == expected else {
+                let target = RequestTarget(url: url)
+                throw HTTPFailure(
+                    category: .invalid(reason: "no receipt: \(name) is not \(expected)"),
+                    cause: "receiptMismatch",
+                    method: method,
+                    url: url,
+                    text: OperatorText(
+                        title: "Receipt missing",
+                        message: "\(target.host) answered \(method) \(target.pathAndQuery) with \(response.status.code), but its \(name) is \(found.map { "\"\($0)\"" } ?? "missing"), not \"\(expected)\" (api.upload.receipt): something other than the API may have answered.",
+                        next: "The job was set aside as a dead letter; retry it once the API answers as expected, or fix api.upload.receipt."
+                    ),
+                    status: Int(response.status.code)
+                )
+            }
         }
     }
 

@@ -1,4 +1,4 @@
-import ErrorBusDaemon
+@testable import ErrorBusDaemon
 import Foundation
 import Testing
 
@@ -186,10 +186,24 @@ import Testing
         ("sync:\n  after-delivery: keep\n", "sync.after-delivery: expected one of delete, move, got \"keep\""),
         ("api:\n  base-url: ftp://example.net\n", "api.base-url: expected an http:// or https:// URL, got \"ftp://example.net\""),
         ("api:\n  base-url: http://\n", "api.base-url: expected a URL with a host, got \"http://\""),
-        ("api:\n  items-path: v1/items\n", "api.items-path: expected a path starting with / (without ?, # or spaces), got \"v1/items\""),
+        ("api:\n  upload:\n    url: v1/items/{sha256}\n", "api.upload.url: expected a path starting with / or an http(s) URL with a host (no user:password@ or #fragment), got \"v1/items/{sha256}\""),
+        ("api:\n  upload:\n    url: /v1/items/{id}\n", "api.upload.url: \"/v1/items/{id}\": unknown placeholder {id}; expected {sha256}, {sha256-base64}, {name} or {size}"),
+        ("api:\n  upload:\n    url: /v1/items/{sha256\n", "api.upload.url: \"/v1/items/{sha256\": a { without its }"),
+        ("api:\n  upload:\n    method: PATCH\n", "api.upload.method: expected one of put, post, got \"PATCH\""),
+        ("api:\n  upload:\n    method: POST\n    body: multipart\n", "api.upload.body: multipart needs api.upload.multipart-field, the form field the API reads the file from (file, upload, …)"),
+        ("api:\n  upload:\n    multipart-field: file\n", "api.upload.multipart-field: is set to \"file\" but api.upload.body is raw; set api.upload.body: multipart or remove it"),
+        ("api:\n  upload:\n    headers: [\"Authorization: Bearer x\"]\n", "api.upload.headers: Authorization is errorbusd's to send (auth.method, api.upload.body and idempotency-header set it)"),
+        ("api:\n  upload:\n    headers: [\"X-Tenant\"]\n", "api.upload.headers: expected NAME: VALUE (X-Tenant: acme), got \"X-Tenant\""),
+        ("api:\n  upload:\n    headers: [\"X-Path: {path}\"]\n", "api.upload.headers: X-Path: unknown placeholder {path}; expected {sha256}, {sha256-base64}, {name} or {size}"),
+        ("api:\n  upload:\n    delivered: [201, 302]\n", "api.upload.delivered: expected 2xx or statuses from 200 to 299 (201, 204), got \"302\""),
+        ("api:\n  upload:\n    receipt:\n      json-pointer: sha256\n", "api.upload.receipt.json-pointer: expected a JSON pointer (RFC 6901) such as /sha256 or /item/digest, got \"sha256\""),
+        ("api:\n  upload:\n    receipt:\n      value: \"{sha256}\"\n", "api.upload.receipt.value: is set to \"{sha256}\" without api.upload.receipt.header to compare it with"),
+        ("auth:\n  method: kerberos\n", "auth.method: expected one of oauth2-client-credentials, bearer, basic, mtls, none, got \"kerberos\""),
+        ("auth:\n  method: basic\n", "auth.method: basic needs auth.user, the user name the API knows"),
         ("loader:\n  resources:\n    - ../etc/passwd=5m\n", "loader.resources: expected a resource name of letters, digits, '.', '_' and '-', not starting with '.', got \"../etc/passwd\""),
         ("loader:\n  resources:\n    - motd.txt=500ms\n", "loader.resources: motd.txt: expected an interval of at least 1s, got \"500ms\""),
-        ("loader:\n  resources:\n    - motd.txt\n", "loader.resources: expected NAME=INTERVAL (motd.txt=5m), got \"motd.txt\""),
+        ("loader:\n  resources:\n    - motd.txt\n", "loader.resources: expected NAME=INTERVAL (motd.txt=5m) or URL=INTERVAL, got \"motd.txt\""),
+        ("loader:\n  resources:\n    - https://cdn.test/=5m\n", "loader.resources: https://cdn.test/: the URL's last path segment names the local copy, so it must be letters, digits, '.', '_' and '-', not starting with '.', got \"\""),
         ("loader:\n  resources: [a=1m, a=2m]\n", "loader.resources: a is listed twice"),
         ("control:\n  group: \"wheel users\"\n", "control.group: expected a group name (letters, digits, _, - and ., not starting with -), or nothing for root only, got \"wheel users\""),
         ("auth:\n  credential-name: ../secret\n", "auth.credential-name: expected letters, digits, '.', '_' and '-', not starting with '.', got \"../secret\""),
@@ -345,14 +359,14 @@ import Testing
             // Present: the configuration loads, and says where the secret came from.
             try "s3cret\n".write(toFile: source + "/client-secret", atomically: true, encoding: .utf8)
             let loaded = try DaemonConfiguration.load(file: nil, environment: [:], credentialSource: source)
-            #expect(loaded.auth.clientSecret.value == "s3cret")
-            #expect(loaded.auth.clientSecretSource == .credentialSource(name: "client-secret", path: source + "/client-secret"))
+            #expect(loaded.auth.secret.value == "s3cret")
+            #expect(loaded.auth.secretSource == .credentialSource(name: "client-secret", path: source + "/client-secret"))
             // $CREDENTIALS_DIRECTORY, when set, wins: inside the service the copy is what counts.
             let credentials = fixture.directory + "/credentials"
             try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
             try "other".write(toFile: credentials + "/client-secret", atomically: true, encoding: .utf8)
             let inService = try DaemonConfiguration.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials], credentialSource: source)
-            #expect(inService.auth.clientSecret.value == "other")
+            #expect(inService.auth.secret.value == "other")
         }
     }
 
@@ -372,6 +386,122 @@ import Testing
             return nil
         } catch {
             return error
+        }
+    }
+}
+
+/// The upload contract and the sign-in methods: what `--check-config` refuses, naming the key.
+@Suite struct ContractConfigurationTests {
+    @Test func theItemsPathOfOldConfigurationsSaysWhatReplacedIt() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(try await fixture.loadError("api:\n  items-path: /v1/items\n"))
+            #expect(error.key == "api.items-path")
+            #expect(error.line == 2)
+            #expect(error.reason.contains("api.upload.url") && error.reason.contains("/v1/items/{sha256}"))
+        }
+    }
+
+    @Test func mtlsWithoutAKeyNamesTheKeysKey() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let certificate = try fixture.write("client.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+            let error = try #require(try await fixture.loadError("auth:\n  method: mtls\n  client-certificate-file: \(certificate)\n"))
+            #expect(error.key == "auth.client-key-file")
+            #expect(error.reason.contains("client-key"), "\(error)")
+        }
+    }
+
+    @Test func mtlsWithAnUnusableCertificateOrKeySaysWhich() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let garbage = try fixture.write("garbage.pem", "not a certificate\n")
+            let certificateError = try #require(
+                try await fixture.loadError("auth:\n  method: mtls\n  client-certificate-file: \(garbage)\n  client-key-file: \(garbage)\n")
+            )
+            #expect(certificateError.key == "auth.client-certificate-file")
+            #expect(certificateError.reason.contains("not a PEM certificate"))
+        }
+    }
+
+    @Test func aMethodReadsOnlyItsOwnSecret() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let token = try fixture.write("token", "t0ken\n")
+            // No client secret anywhere: bearer does not need one.
+            let configuration = try DaemonConfiguration.load(
+                file: try fixture.write("errorbusd.yaml", "auth:\n  method: bearer\n  token-file: \(token)\n"),
+                environment: [:]
+            )
+            #expect(configuration.auth.method == .bearer)
+            #expect(configuration.auth.secret.value == "t0ken")
+            #expect(configuration.auth.secretSource == .file(token))
+
+            let missing = try #require(try await fixture.loadError("auth:\n  method: bearer\n"))
+            #expect(missing.key == "auth.token-file")
+            #expect(missing.reason.contains("LoadCredential=token:PATH"), "\(missing)")
+        }
+    }
+
+    @Test func aHeaderTakesItsValueFromACredentialThatNeverShows() async throws {
+        try await ConfigurationFixture.with { fixture in
+            try fixture.write("credentials/api-key", "k3y-value\n")
+            let configuration = try await fixture.load(
+                """
+                api:
+                  upload:
+                    method: POST
+                    url: https://upload.example.net/files?name={name}
+                    body: multipart
+                    multipart-field: upload
+                    headers:
+                      - "X-Api-Key: {credential:api-key}"
+                      - "X-Checksum: sha-256={sha256-base64}"
+                    idempotency-header:
+                    delivered: [201, 204]
+                    receipt:
+                      header: ETag
+                      value: "\\"{sha256}\\""
+                """
+            )
+            let contract = configuration.api.uploadContract
+            #expect(contract.method == .post)
+            #expect(contract.body == .multipart(field: "upload"))
+            #expect(contract.idempotencyHeader == nil)
+            #expect(contract.delivered.contains(204) && !contract.delivered.contains(200))
+            #expect(configuration.api.uploadHost == "upload.example.net")
+            let item = UploadItem(sha256: String(repeating: "ab", count: 32), name: "a b\"c.txt", size: 3)
+            #expect(contract.url.render(item) == "https://upload.example.net/files?name=a%20b%22c.txt")
+            #expect(contract.headers.map(\.name) == ["X-Api-Key", "X-Checksum"])
+            #expect(contract.headers[0].value.render(item) == "k3y-value")
+            #expect(contract.headers[1].value.render(item) == "sha-256=q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=")
+            #expect(!String(describing: configuration).contains("k3y-value"))
+            #expect(contract.receipt == .header(name: "ETag", value: try UploadTemplate.parse("\"{sha256}\"")))
+
+            let missing = try #require(try await fixture.loadError("api:\n  upload:\n    headers: [\"X-Api-Key: {credential:nope}\"]\n"))
+            #expect(missing.key == "api.upload.headers")
+            #expect(missing.reason.contains("X-Api-Key") && missing.reason.contains("nope"), "\(missing)")
+        }
+    }
+
+    @Test func aResourceMayBeAWholeURLSignedInOnlyOnTheAPIsOrigin() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try await fixture.load(
+                """
+                api:
+                  base-url: https://api.example.net
+                loader:
+                  resources:
+                    - motd.txt=5m
+                    - https://cdn.example.org/v2/flags.json?env=prod=30s
+                    - https://api.example.net/other/plan.json=1m
+                """
+            )
+            let settings = LoaderService.Settings(configuration)
+            #expect(settings.resources.map(\.name) == ["motd.txt", "flags.json", "plan.json"])
+            #expect(settings.resources.map(\.url) == [
+                "https://api.example.net/v1/resources/motd.txt",
+                "https://cdn.example.org/v2/flags.json?env=prod",
+                "https://api.example.net/other/plan.json",
+            ])
+            #expect(settings.resources.map(\.signedIn) == [true, false, true])
+            #expect(settings.resources[1].host == "cdn.example.org")
         }
     }
 }

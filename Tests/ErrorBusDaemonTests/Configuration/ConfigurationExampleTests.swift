@@ -20,7 +20,7 @@ import Testing
             #expect(configuration == fixture.defaults)
             // What the demo against the local sandbox needs.
             #expect(configuration.api.baseURL == "http://127.0.0.1:8080")
-            #expect(configuration.auth.clientSecretFile == nil)
+            #expect(configuration.auth.secretFiles.isEmpty)
         }
     }
 
@@ -35,18 +35,22 @@ import Testing
         }
     }
 
-    /// Every key is in the example, with a comment above it; `client-secret-file` is there
-    /// commented out, since systemd passes the secret.
+    /// Every key is in the example, with a comment above it; the secret files (`client-secret-file`,
+    /// `token-file`, …) are there commented out, since systemd passes the secrets.
     @Test func documentsEveryKey() throws {
         let text = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
         let outline = try ConfigurationFileOutline(parsing: text, file: Self.examplePath)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let secretFiles = DaemonConfiguration.Auth.SecretKind.allCases.map(\.fileKey)
 
-        for (key, _) in ConfigurationKeys.all where key != "auth.client-secret-file" {
+        for (key, _) in ConfigurationKeys.all where !secretFiles.contains(key) {
             let line = try #require(outline.line(of: key), "\(key) is missing from the example")
             #expect(lines[line - 2].trimmingCharacters(in: .whitespaces).hasPrefix("#"), "\(key) has no comment above it")
         }
-        #expect(!outline.contains("auth.client-secret-file"))
-        #expect(text.contains("\n  # client-secret-file: /etc/errorbusd/client-secret\n"))
+        for key in secretFiles {
+            #expect(!outline.contains(key))
+            let name = key.dropFirst("auth.".count)
+            #expect(text.contains("\n  # \(name): /etc/errorbusd/"), "\(key) is not shown commented out")
+        }
     }
 }

@@ -32,8 +32,8 @@ struct ConfigurationFixture {
     /// where it came from.
     var defaults: DaemonConfiguration {
         DaemonConfiguration(auth: .init(
-            clientSecret: Secret("s3cret"),
-            clientSecretSource: .credential(name: "client-secret", path: directory + "/credentials/client-secret")
+            secret: Secret("s3cret"),
+            secretSource: .credential(name: "client-secret", path: directory + "/credentials/client-secret")
         ))
     }
 

@@ -54,7 +54,8 @@ import Testing
                 api:
                   base-url: https://api.example.net/prefix/
                   token-path: /token
-                  items-path: /items
+                  upload:
+                    url: /items/{sha256}
                   resources-path: /res
                   realm: example
                   connect-timeout: 500ms
@@ -104,7 +105,7 @@ import Testing
             #expect(configuration.api.host == "api.example.net")
             #expect(configuration.api.probeURL == "https://api.example.net/prefix/healthz")
             #expect(configuration.api.tokenPath == "/token")
-            #expect(configuration.api.itemsPath == "/items")
+            #expect(configuration.api.uploadContract.url.description == "https://api.example.net/prefix/items/{sha256}")
             #expect(configuration.api.resourcesPath == "/res")
             #expect(configuration.api.realm == "example")
             #expect(configuration.api.connectTimeout == .milliseconds(500))
@@ -230,8 +231,8 @@ import Testing
             let environment = try fixture.credentials(secret: "from-systemd\n", name: "api-secret")
             let file = try fixture.write("errorbusd.yaml", "auth:\n  credential-name: api-secret\n")
             let configuration = try DaemonConfiguration.load(file: file, environment: environment)
-            #expect(configuration.auth.clientSecret == Secret("from-systemd"))
-            #expect(configuration.auth.clientSecret.value == "from-systemd")
+            #expect(configuration.auth.secret == Secret("from-systemd"))
+            #expect(configuration.auth.secret.value == "from-systemd")
         }
     }
 
@@ -239,15 +240,15 @@ import Testing
         try await ConfigurationFixture.with { fixture in
             let secretFile = try fixture.write("secret", "from-file\r\n")
             let configuration = try await fixture.load("auth:\n  client-secret-file: \(secretFile)\n")
-            #expect(configuration.auth.clientSecretFile == secretFile)
-            #expect(configuration.auth.clientSecret.value == "from-file")
+            #expect(configuration.auth.secretFiles[.clientSecret] == secretFile)
+            #expect(configuration.auth.secret.value == "from-file")
 
             // Without any credentials directory too.
             let alone = try DaemonConfiguration.load(
                 file: nil,
                 environment: ["ERRORBUSD_AUTH_CLIENT_SECRET_FILE": secretFile]
             )
-            #expect(alone.auth.clientSecret.value == "from-file")
+            #expect(alone.auth.secret.value == "from-file")
         }
     }
 
@@ -258,9 +259,9 @@ import Testing
         #expect("\(secret)" == "<redacted>")
         #expect(String(reflecting: secret) == "Secret(<redacted>)")
         var dumped = ""
-        dump(DaemonConfiguration(auth: .init(clientSecret: secret)), to: &dumped)
+        dump(DaemonConfiguration(auth: .init(secret: secret)), to: &dumped)
         #expect(!dumped.contains("hunter2"))
-        #expect(!String(describing: DaemonConfiguration(auth: .init(clientSecret: secret))).contains("hunter2"))
+        #expect(!String(describing: DaemonConfiguration(auth: .init(secret: secret))).contains("hunter2"))
     }
 
     @Test func readsTypedValuesFromAnyProvider() async throws {

@@ -34,13 +34,13 @@ import ErrorBusDaemon
         try await StoreTestDirectory.with { directory in
             let first = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
             _ = try await first.enqueue(StoreTestDirectory.newJobs(3))
-            try first.setETag("\"v1\"", forResource: "catalog")
+            try first.setValidators(ResourceValidators(etag: "\"v1\""), forResource: "catalog", url: "http://api.test/catalog")
             try await first.close()
 
             let logs = InMemoryLogHandler()
             let second = try JobStore(directory: directory, logger: StoreTestDirectory.logger(logs))
             #expect(try second.counts().queued == 3)
-            #expect(try second.etag(forResource: "catalog") == "\"v1\"")
+            #expect(try second.validators(forResource: "catalog", url: "http://api.test/catalog")?.etag == "\"v1\"")
             #expect(logs.entries.contains { $0.metadata["migrations"] == "none" })
             try await second.close()
         }

@@ -21,7 +21,7 @@ struct ClockedServiceTests {
                 host: "127.0.0.1",
                 realm: "api",
                 clientID: "errorbus",
-                clientSecret: "sandbox-secret",
+                secret: "sandbox-secret",
                 secretFix: "",
                 refreshMargin: margin,
                 requestTimeout: .seconds(10)
@@ -88,9 +88,7 @@ struct ClockedServiceTests {
                 let loader = LoaderService(
                     settings: .init(
                         directory: directory,
-                        resources: [.init(name: "motd", interval: .seconds(300))],
-                        resourcesURL: sandbox.baseURL + "/v1/resources",
-                        host: "127.0.0.1",
+                        resources: [.init(name: "motd", url: sandbox.baseURL + "/v1/resources/motd", interval: .seconds(300))],
                         realm: "api",
                         requestTimeout: .seconds(10)
                     ),

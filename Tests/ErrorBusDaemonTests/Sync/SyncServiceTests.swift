@@ -141,7 +141,6 @@ struct SyncHarness {
                 maxFileSize: 1 << 20,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
-                itemsURL: "http://127.0.0.1:9/v1/items",
                 host: "api.test",
                 realm: "api",
                 requestTimeout: .seconds(5)

@@ -1,0 +1,301 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// How the API takes an upload (`api.upload.*`): what errorbusd sends for one outbox file, and
+/// which answer means that the API has it.
+///
+/// The default is the bundled sandbox's contract: `PUT /v1/items/{sha256}` with the raw file, the
+/// SHA-256 as `Idempotency-Key`, any 2xx, and a JSON receipt whose `sha256` is the file's.
+package struct UploadContract: Sendable, Equatable {
+    /// `api.upload.method`.
+    package enum Method: String, Sendable, Equatable {
+        case put = "PUT"
+        case post = "POST"
+    }
+
+    /// `api.upload.body` (and `api.upload.multipart-field`).
+    package enum Body: Sendable, Equatable {
+        /// The file's bytes as the body, `Content-Type: application/octet-stream`.
+        case raw
+        /// `multipart/form-data` with one part: the file, as form field `field`, with its name
+        /// as the part's file name.
+        case multipart(field: String)
+    }
+
+    /// One of `api.upload.headers`: `NAME: VALUE`, the value a template.
+    package struct Header: Sendable, Equatable {
+        package var name: String
+        package var value: UploadTemplate
+
+        package init(name: String, value: UploadTemplate) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// `api.upload.receipt.*`: what in a delivered answer proves it is the API's answer for this
+    /// file, not a proxy's or a captive portal's `200`.
+    package enum Receipt: Sendable, Equatable {
+        /// The JSON body's value at this pointer (RFC 6901) is the file's SHA-256, in hex.
+        case jsonPointer(String)
+        /// The answer's header `name` equals `value`, rendered for the file
+        /// (`"{sha256}"` for a quoted hex digest, `{sha256-base64}` for a base64 one).
+        case header(name: String, value: UploadTemplate)
+    }
+
+    /// `api.upload.method`. Default `PUT`.
+    package var method: Method
+    /// `api.upload.url`: a path under `api.base-url` or a whole URL, as configured; ``url(base:)``
+    /// resolves it. Default `/v1/items/{sha256}`.
+    package var url: UploadTemplate
+    /// `api.upload.body`. Default `.raw`.
+    package var body: Body
+    /// `api.upload.headers`. Default none.
+    package var headers: [Header]
+    /// `api.upload.idempotency-header`: the header carrying the SHA-256, so that the API can tell
+    /// a repeated upload; `nil` sends none. Default `Idempotency-Key`.
+    package var idempotencyHeader: String?
+    /// `api.upload.delivered`. Default every 2xx.
+    package var delivered: DeliveredStatuses
+    /// `api.upload.receipt.*`; `nil` checks none. Default the JSON pointer `/sha256`.
+    package var receipt: Receipt?
+
+    package init(
+        method: Method = .put,
+        url: UploadTemplate = UploadTemplate(literal: "/v1/items/", .sha256),
+        body: Body = .raw,
+        headers: [Header] = [],
+        idempotencyHeader: String? = "Idempotency-Key",
+        delivered: DeliveredStatuses = .successful,
+        receipt: Receipt? = .jsonPointer("/sha256")
+    ) {
+        self.method = method
+        self.url = url
+        self.body = body
+        self.headers = headers
+        self.idempotencyHeader = idempotencyHeader
+        self.delivered = delivered
+        self.receipt = receipt
+    }
+
+    /// The URL template made absolute: a configured path is appended to `base`.
+    package func url(base: String) -> UploadTemplate {
+        url.isPath ? UploadTemplate(parts: [.text(base)] + url.parts) : url
+    }
+}
+
+/// `api.upload.delivered`: the statuses that mean the API has the file.
+package struct DeliveredStatuses: Sendable, Equatable, CustomStringConvertible {
+    /// Single statuses, all 2xx.
+    package var statuses: Set<Int>
+    /// Whether every 2xx counts.
+    package var anySuccessful: Bool
+
+    /// Every 2xx status.
+    package static let successful = DeliveredStatuses(statuses: [], anySuccessful: true)
+
+    package init(statuses: Set<Int>, anySuccessful: Bool = false) {
+        self.statuses = statuses
+        self.anySuccessful = anySuccessful
+    }
+
+    package func contains(_ status: Int) -> Bool {
+        (anySuccessful && (200...299).contains(status)) || statuses.contains(status)
+    }
+
+    /// Parses the list's entries: `2xx`, or single statuses from 200 to 299. A redirect is never a
+    /// delivery, nor is an error.
+    package static func parse(_ entries: [String]) -> Result<DeliveredStatuses, ParseError> {
+        var delivered = DeliveredStatuses(statuses: [])
+        for entry in entries {
+            if entry.lowercased() == "2xx" {
+                delivered.anySuccessful = true
+            } else if let status = Int(entry), (200...299).contains(status) {
+                delivered.statuses.insert(status)
+            } else {
+                return .failure(ParseError(entry: entry))
+            }
+        }
+        guard delivered.anySuccessful || !delivered.statuses.isEmpty else { return .failure(ParseError(entry: "")) }
+        return .success(delivered)
+    }
+
+    package struct ParseError: Error {
+        package let entry: String
+    }
+
+    /// `2xx`, or the statuses in order (`201, 204`).
+    package var description: String {
+        ((anySuccessful ? ["2xx"] : []) + statuses.sorted().map(String.init)).joined(separator: ", ")
+    }
+}
+
+/// What a template is rendered for: one outbox file.
+package struct UploadItem: Sendable {
+    /// The file's SHA-256, 64 lowercase hex digits.
+    package var sha256: String
+    /// The file's name in the outbox.
+    package var name: String
+    /// Its size in bytes.
+    package var size: Int64
+
+    package init(sha256: String, name: String, size: Int64) {
+        self.sha256 = sha256
+        self.name = name
+        self.size = size
+    }
+}
+
+/// A text with placeholders for an outbox file's facts: `{sha256}` (hex), `{sha256-base64}`,
+/// `{name}` (percent-encoded, so it is safe in a path segment and a header alike) and `{size}`
+/// (bytes). In `api.upload.headers`, `{credential:NAME}` is a credential's text, read when the
+/// configuration is loaded.
+package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
+    package enum Part: Sendable, Equatable {
+        case text(String)
+        case sha256
+        case sha256Base64
+        case name
+        case size
+        /// A credential's text (`{credential:NAME}`), kept out of descriptions.
+        case secret(name: String, Secret)
+    }
+
+    package var parts: [Part]
+
+    package init(parts: [Part]) {
+        self.parts = parts
+    }
+
+    /// A literal text followed by placeholders.
+    package init(literal: String, _ placeholders: Part...) {
+        self.init(parts: [.text(literal)] + placeholders)
+    }
+
+    /// The placeholders ``parse(_:credential:)`` knows, as written between braces.
+    package static let placeholders: [(name: String, part: Part)] = [
+        ("sha256", .sha256), ("sha256-base64", .sha256Base64), ("name", .name), ("size", .size),
+    ]
+
+    /// What a template may hold, for error messages.
+    package static let expectation = "{sha256}, {sha256-base64}, {name} or {size}"
+
+    /// Why a template does not parse.
+    package enum ParseError: Error, CustomStringConvertible {
+        case unknownPlaceholder(String)
+        case unclosedBrace
+        case credential(String)
+
+        package var description: String {
+            switch self {
+            case .unknownPlaceholder(let name): "unknown placeholder {\(name)}; expected \(UploadTemplate.expectation)"
+            case .unclosedBrace: "a { without its }"
+            case .credential(let reason): reason
+            }
+        }
+    }
+
+    /// Parses `text`. `credential` reads `{credential:NAME}`; without it, that placeholder is
+    /// unknown.
+    package static func parse(
+        _ text: String,
+        credential: ((String) throws(ParseError) -> Secret)? = nil
+    ) throws(ParseError) -> UploadTemplate {
+        var parts: [Part] = []
+        var literal = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{") {
+            literal += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}") else { throw .unclosedBrace }
+            let name = String(rest[rest.index(after: open)..<close])
+            if !literal.isEmpty {
+                parts.append(.text(literal))
+                literal = ""
+            }
+            if let known = placeholders.first(where: { $0.name == name }) {
+                parts.append(known.part)
+            } else if name.hasPrefix("credential:"), let credential {
+                let credentialName = String(name.dropFirst("credential:".count))
+                parts.append(.secret(name: credentialName, try credential(credentialName)))
+            } else {
+                throw .unknownPlaceholder(name)
+            }
+            rest = rest[rest.index(after: close)...]
+        }
+        literal += rest
+        if !literal.isEmpty { parts.append(.text(literal)) }
+        return UploadTemplate(parts: parts)
+    }
+
+    /// Whether the template starts with `/`: a path under the base URL.
+    package var isPath: Bool {
+        if case .text(let text) = parts.first { return text.hasPrefix("/") }
+        return false
+    }
+
+    /// The text for `item`.
+    package func render(_ item: UploadItem) -> String {
+        var text = ""
+        for part in parts {
+            switch part {
+            case .text(let literal): text += literal
+            case .sha256: text += item.sha256
+            case .sha256Base64: text += Self.base64(hex: item.sha256)
+            case .name: text += Self.percentEncoded(item.name)
+            case .size: text += String(item.size)
+            case .secret(_, let secret): text += secret.value
+            }
+        }
+        return text
+    }
+
+    /// The template as written, credentials by name only.
+    package var description: String {
+        parts.map { part in
+            switch part {
+            case .text(let literal): literal
+            case .sha256: "{sha256}"
+            case .sha256Base64: "{sha256-base64}"
+            case .name: "{name}"
+            case .size: "{size}"
+            case .secret(let name, _): "{credential:\(name)}"
+            }
+        }.joined()
+    }
+
+    /// Everything but RFC 3986's unreserved characters percent-encoded: safe in a path segment,
+    /// a query and a header value alike.
+    package static func percentEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
+    /// The base64 form (RFC 4648, padded) of a hex digest.
+    package static func base64(hex: String) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.utf8.count / 2)
+        var high: UInt8?
+        for character in hex.utf8 {
+            guard let nibble = UInt8(String(UnicodeScalar(character)), radix: 16) else { continue }
+            if let first = high {
+                bytes.append(first << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return Data(bytes).base64EncodedString()
+    }
+}
