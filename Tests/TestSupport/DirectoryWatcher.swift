@@ -11,25 +11,45 @@ public enum DirectoryWatcher {
         for directory: String,
         until condition: @escaping @Sendable ([String]) -> Bool
     ) async throws -> [String] {
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE)
+        return try await wait(watching: directory, mask: mask, read: { try visibleEntries(of: directory) }, until: condition)
+    }
+
+    /// Returns a file's content once `condition` holds for it: inotify wakes the waiter on every
+    /// write to the file (a log another process appends to).
+    @discardableResult
+    public static func wait(
+        forContentOf file: String,
+        until condition: @escaping @Sendable (String) -> Bool
+    ) async throws -> String {
+        let mask = UInt32(IN_MODIFY | IN_CLOSE_WRITE)
+        return try await wait(watching: file, mask: mask, read: { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }, until: condition)
+    }
+
+    private static func wait<State: Sendable>(
+        watching path: String,
+        mask: UInt32,
+        read: @escaping @Sendable () throws -> State,
+        until condition: @escaping @Sendable (State) -> Bool
+    ) async throws -> State {
         let descriptor = inotify_init1(CInt(IN_CLOEXEC))
         guard descriptor >= 0 else { throw ChildProcessError.call("inotify_init1", errno) }
-        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE)
-        guard inotify_add_watch(descriptor, directory, mask) >= 0 else {
+        guard inotify_add_watch(descriptor, path, mask) >= 0 else {
             let error = errno
             close(descriptor)
-            throw ChildProcessError.call("inotify_add_watch(\(directory))", error)
+            throw ChildProcessError.call("inotify_add_watch(\(path))", error)
         }
-        // Listed after the watch exists, so no change between the two goes unseen.
-        let entries = try visibleEntries(of: directory)
-        if condition(entries) {
+        // Read after the watch exists, so no change between the two goes unseen.
+        let state = try read()
+        if condition(state) {
             close(descriptor)
-            return entries
+            return state
         }
         let cancelled = Mutex(false)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 Thread.detachNewThread {
-                    watch(descriptor, directory, until: condition, cancelled: cancelled, continuation)
+                    watch(descriptor, read: read, until: condition, cancelled: cancelled, continuation)
                 }
             }
         } onCancel: {
@@ -38,12 +58,12 @@ public enum DirectoryWatcher {
     }
 
     /// Reads events until the condition holds or the waiter is cancelled (checked every 100 ms).
-    private static func watch(
+    private static func watch<State>(
         _ descriptor: CInt,
-        _ directory: String,
-        until condition: @Sendable ([String]) -> Bool,
+        read readState: () throws -> State,
+        until condition: (State) -> Bool,
         cancelled: borrowing Mutex<Bool>,
-        _ continuation: CheckedContinuation<[String], any Error>
+        _ continuation: CheckedContinuation<State, any Error>
     ) {
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -61,9 +81,9 @@ public enum DirectoryWatcher {
                 return
             }
             do {
-                let entries = try visibleEntries(of: directory)
-                if condition(entries) {
-                    continuation.resume(returning: entries)
+                let state = try readState()
+                if condition(state) {
+                    continuation.resume(returning: state)
                     return
                 }
             } catch {

@@ -135,24 +135,44 @@ final class DaemonProcess: Sendable {
     let environment: [String: String]
     private let process: Mutex<ChildProcess?>
 
-    /// Lays out a daemon's directories and configuration (`extra` is appended to the YAML).
-    /// `environment` is added to the process's (e.g. `NOTIFY_SOCKET`).
-    init(in scratch: borrowing ScratchDirectory, sandbox: SandboxProcess, extra: String = "", environment added: [String: String] = [:]) throws {
+    /// Lays out a daemon's directories and configuration for the sandbox (`extra` is appended to
+    /// the YAML). `environment` is added to the process's (e.g. `NOTIFY_SOCKET`).
+    convenience init(in scratch: borrowing ScratchDirectory, sandbox: SandboxProcess, extra: String = "", environment added: [String: String] = [:]) throws {
+        try self.init(in: scratch, baseURL: sandbox.baseURL, credentials: ["client-secret": sandbox.clientSecret], extra: extra, environment: added)
+    }
+
+    /// Lays out a daemon's directories and configuration for the API at `baseURL`: `api` and
+    /// `auth` are lines under those sections (indented by two spaces), `extra` is appended to the
+    /// YAML, `credentials` are the files of its `$CREDENTIALS_DIRECTORY`.
+    init(
+        in scratch: borrowing ScratchDirectory,
+        baseURL: String,
+        api: String = "",
+        auth: String = "  client-id: errorbus",
+        credentials: [String: String],
+        resources remote: [String] = [],
+        extra: String = "",
+        environment added: [String: String] = [:]
+    ) throws {
         root = scratch.path
         outbox = scratch.file("outbox")
         stateDirectory = scratch.file("state")
         resources = scratch.file("resources")
         controlSocket = scratch.file("control.socket")
-        let credentials = scratch.file("credentials")
-        for directory in [outbox, stateDirectory, resources, credentials] {
+        let credentialsDirectory = scratch.file("credentials")
+        for directory in [outbox, stateDirectory, resources, credentialsDirectory] {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        try Data(sandbox.clientSecret.utf8).write(to: URL(fileURLWithPath: credentials + "/client-secret"))
+        for (name, content) in credentials {
+            try Data(content.utf8).write(to: URL(fileURLWithPath: credentialsDirectory + "/" + name))
+        }
         configurationFile = scratch.file("errorbusd.yaml")
-        try Self.configuration(sandbox: sandbox, outbox: outbox, state: stateDirectory, resources: resources, control: controlSocket, extra: extra)
-            .write(toFile: configurationFile, atomically: true, encoding: .utf8)
+        try Self.configuration(
+            baseURL: baseURL, api: api, auth: auth, outbox: outbox, state: stateDirectory, resources: resources, remote: remote,
+            control: controlSocket, extra: extra
+        ).write(toFile: configurationFile, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ERRORBUSD_") }
-        environment["CREDENTIALS_DIRECTORY"] = credentials
+        environment["CREDENTIALS_DIRECTORY"] = credentialsDirectory
         environment.removeValue(forKey: "STATE_DIRECTORY")
         environment.removeValue(forKey: "RUNTIME_DIRECTORY")
         environment.removeValue(forKey: "NOTIFY_SOCKET")
@@ -163,14 +183,18 @@ final class DaemonProcess: Sendable {
         process = Mutex(nil)
     }
 
-    static func configuration(sandbox: SandboxProcess, outbox: String, state: String, resources: String, control: String, extra: String) -> String {
+    static func configuration(
+        baseURL: String, api: String, auth: String, outbox: String, state: String, resources: String, remote: [String] = [], control: String,
+        extra: String
+    ) -> String {
         """
         api:
-          base-url: \(sandbox.baseURL)
+          base-url: \(baseURL)
           request-timeout: 5s
           connect-timeout: 2s
+        \(api)
         auth:
-          client-id: errorbus
+        \(auth)
         sync:
           outbox: \(outbox)
           concurrency: 8
@@ -178,6 +202,7 @@ final class DaemonProcess: Sendable {
           settle-time: 0.2s
         loader:
           directory: \(resources)
+          resources: [\(remote.joined(separator: ", "))]
         state:
           directory: \(state)
         shutdown:
