@@ -54,3 +54,63 @@ import Testing
         }
     }
 }
+
+/// `etc/errorbusd/examples/`: one configuration per kind of API, each loading as it is with the
+/// credentials its comments say to install.
+@Suite struct ConfigurationContractExampleTests {
+    static let directory = URL(fileURLWithPath: ConfigurationExampleTests.examplePath).deletingLastPathComponent().appendingPathComponent("examples").path
+
+    /// Loads example `name` with a credentials directory holding `credentials`.
+    static func load(_ name: String, credentials: [String: String]) async throws -> DaemonConfiguration {
+        try await ConfigurationFixture.with { fixture in
+            for (credential, content) in credentials { try fixture.write("credentials/\(credential)", content) }
+            return try DaemonConfiguration.load(file: directory + "/" + name, environment: ["CREDENTIALS_DIRECTORY": fixture.directory + "/credentials"])
+        }
+    }
+
+    @Test func everyExampleIsTested() throws {
+        let examples = try FileManager.default.contentsOfDirectory(atPath: Self.directory).sorted()
+        #expect(examples == ["bearer-api.yaml", "mtls.yaml", "sandbox.yaml", "webdav.yaml"])
+    }
+
+    @Test func theSandboxExampleIsTheDefaults() async throws {
+        let configuration = try await Self.load("sandbox.yaml", credentials: ["client-secret": "s3cret\n"])
+        #expect(configuration.api == DaemonConfiguration.API())
+        #expect(configuration.auth.method == .oauth2ClientCredentials)
+        #expect(configuration.auth.secret.value == "s3cret")
+    }
+
+    @Test func theWebDAVExamplePutsEachFileUnderItsNameWithBasicAuth() async throws {
+        let configuration = try await Self.load("webdav.yaml", credentials: ["password": "pw\n"])
+        let contract = configuration.api.uploadContract
+        #expect(contract.method == .put)
+        #expect(contract.url.render(UploadItem(sha256: "", name: "report 1.txt", size: 1)) == "https://dav.example.net/dav/incoming/report%201.txt")
+        #expect(contract.idempotencyHeader == nil && contract.receipt == nil)
+        #expect(contract.delivered == DeliveredStatuses(statuses: [201, 204]))
+        #expect(configuration.auth.method == .basic && configuration.auth.user == "errorbus" && configuration.auth.secret.value == "pw")
+    }
+
+    @Test func theBearerExamplePostsAMultipartFormWithAKeyFromACredential() async throws {
+        let configuration = try await Self.load("bearer-api.yaml", credentials: ["token": "t\n", "api-key": "k\n"])
+        let contract = configuration.api.uploadContract
+        #expect(contract.method == .post && contract.body == .multipart(field: "file"))
+        #expect(contract.headers.map { $0.value.render(UploadItem(sha256: "", name: "", size: 0)) } == ["acme", "k"])
+        #expect(configuration.auth.method == .bearer && configuration.auth.secret.value == "t")
+        #expect(LoaderService.Settings(configuration).resources.map(\.signedIn) == [true, false])
+    }
+
+    @Test func theMutualTLSExampleReadsACertificateAndKey() async throws {
+        let scratch = try ScratchDirectory("mtls-example")
+        let certificates = try await TestCertificates.make(in: scratch)
+        let configuration = try await Self.load(
+            "mtls.yaml",
+            credentials: [
+                "client-certificate": try String(contentsOfFile: certificates.clientCertificate, encoding: .utf8),
+                "client-key": try String(contentsOfFile: certificates.clientKey, encoding: .utf8),
+            ]
+        )
+        #expect(configuration.auth.method == .mtls)
+        #expect(configuration.auth.clientIdentity?.certificateChain.count == 1)
+        #expect(configuration.api.caFile == "/etc/errorbusd/api-ca.pem")
+    }
+}
