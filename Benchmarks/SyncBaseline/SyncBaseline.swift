@@ -9,12 +9,18 @@ import NIOFoundationCompat
 /// the content's SHA-256 as `Idempotency-Key`, CONCURRENCY requests at once) and prints
 /// `items=N seconds=S items_per_second=R`. Nothing is durable, nothing is retried: the ceiling
 /// errorbusd is measured against.
+///
+/// `sync-baseline --webdav BASE_URL USER:PASSWORD DIRECTORY CONCURRENCY`: the same against a
+/// WebDAV server, as errorbusd's WebDAV contract does it: `PUT /dav/{name}` with basic auth,
+/// `201` or `204`.
 @main
 enum SyncBaseline {
     static func main() async throws {
-        let arguments = CommandLine.arguments
+        var arguments = CommandLine.arguments
+        let webDAV = arguments.count > 1 && arguments[1] == "--webdav"
+        if webDAV { arguments.remove(at: 1) }
         guard arguments.count == 5, let concurrency = Int(arguments[4]), concurrency > 0 else {
-            FileHandle.standardError.write(Data("usage: sync-baseline BASE_URL SECRET DIRECTORY CONCURRENCY\n".utf8))
+            FileHandle.standardError.write(Data("usage: sync-baseline [--webdav] BASE_URL SECRET|USER:PASSWORD DIRECTORY CONCURRENCY\n".utf8))
             exit(64)
         }
         let (baseURL, secret, directory) = (arguments[1], arguments[2], arguments[3])
@@ -23,17 +29,24 @@ enum SyncBaseline {
             .map { directory + "/" + $0 }
 
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let token = try await accessToken(http: http, baseURL: baseURL, secret: secret)
+        let upload: @Sendable (String) async throws -> Void
+        if webDAV {
+            let authorization = "Basic " + Data(secret.utf8).base64EncodedString()
+            upload = { try await put($0, http: http, baseURL: baseURL, authorization: authorization) }
+        } else {
+            let token = try await accessToken(http: http, baseURL: baseURL, secret: secret)
+            upload = { try await Self.upload($0, http: http, baseURL: baseURL, token: token) }
+        }
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = files.makeIterator()
             for _ in 0..<concurrency {
                 guard let file = next.next() else { break }
-                group.addTask { try await upload(file, http: http, baseURL: baseURL, token: token) }
+                group.addTask { try await upload(file) }
             }
             while try await group.next() != nil {
                 if let file = next.next() {
-                    group.addTask { try await upload(file, http: http, baseURL: baseURL, token: token) }
+                    group.addTask { try await upload(file) }
                 }
             }
         }
@@ -56,6 +69,23 @@ enum SyncBaseline {
         _ = try await response.body.collect(upTo: 64 * 1024)
         guard response.status == .created || response.status == .ok else {
             throw BaselineError(description: "PUT \(key): \(response.status)")
+        }
+    }
+
+    /// `PUT /dav/{name}`: the file's name percent-encoded, the body raw.
+    static func put(_ path: String, http: HTTPClient, baseURL: String, authorization: String) async throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? name
+        var request = HTTPClientRequest(url: "\(baseURL)/dav/\(encoded)")
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: authorization)
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.body = .bytes(ByteBuffer(data: data))
+        let response = try await http.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 64 * 1024)
+        guard response.status == .created || response.status == .noContent else {
+            throw BaselineError(description: "PUT \(name): \(response.status)")
         }
     }
 

@@ -1,6 +1,6 @@
 """Shared by the Python benchmark scripts (bench-daemon, bench-outages): release builds, the
 sandbox, errorbusd, outbox files. Imported after `sys.path.insert(0, <scripts>/lib)`."""
-import json, os, signal, subprocess, sys, threading, time, urllib.request
+import json, os, shutil, signal, subprocess, sys, threading, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SECRET = "bench-secret"
@@ -35,9 +35,113 @@ class Sandbox:
             data = response.read()
             return json.loads(data) if data else None
 
+    def reset(self):
+        self.admin("POST", "reset")
+
+    def stored(self):
+        """How many distinct items the API holds."""
+        return self.admin("GET", "stats?brief")["items"]["distinct"]
+
+    def baseline_arguments(self):
+        """What sync-baseline needs before DIRECTORY CONCURRENCY."""
+        return [self.url, SECRET]
+
+    def daemon_configuration(self, work, credentials):
+        """errorbusd's configuration file for this API, writing what credentials it needs."""
+        open(os.path.join(credentials, "client-secret"), "w").write(SECRET)
+        return None
+
     def stop(self):
         self.process.send_signal(signal.SIGTERM)
         self.process.wait()
+
+
+class Nginx:
+    """nginx (Debian's nginx-light) as a WebDAV server with basic auth, one worker process, on a
+    free loopback port. Its files (and request bodies on their way) go to memory (/dev/shm), as the
+    sandbox keeps its items: the disk the outbox and errorbusd's state are on is not shared with
+    the server, whose writes would otherwise set the pace of both sides. Installs nginx-light when
+    missing."""
+    USER, PASSWORD = "errorbus", "bench-password"
+
+    def __init__(self, work):
+        subprocess.run(["bash", "-c", "source scripts/lib/prerequisites.sh && require_debian_packages nginx-light openssl"], cwd=ROOT, check=True)
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        import tempfile
+        self.directory = tempfile.mkdtemp(prefix="errorbus-bench-nginx-", dir="/dev/shm" if os.path.isdir("/dev/shm") else work)
+        self.dav = os.path.join(self.directory, "html", "dav")
+        for directory in (self.directory + "/tmp", self.dav):
+            os.makedirs(directory, exist_ok=True)
+        hashed = subprocess.run(["openssl", "passwd", "-apr1", self.PASSWORD], check=True, capture_output=True, text=True).stdout.strip()
+        open(self.directory + "/htpasswd", "w").write("%s:%s\n" % (self.USER, hashed))
+        d = self.directory
+        open(d + "/nginx.conf", "w").write('''%s
+daemon off;
+worker_processes 1;
+pid %s/nginx.pid;
+error_log stderr notice;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %s/tmp;
+    client_max_body_size 0;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:%d;
+        location = /healthz { return 204; }
+        location /dav/ {
+            root %s/html;
+            dav_methods PUT;
+            create_full_put_path on;
+            auth_basic "errorbus";
+            auth_basic_user_file %s/htpasswd;
+        }
+    }
+}
+''' % ("user root root;" if os.geteuid() == 0 else "", d, d, port, d, d))
+        self.process = subprocess.Popen(["nginx", "-e", "stderr", "-p", d, "-c", d + "/nginx.conf"], stderr=subprocess.PIPE, text=True)
+        for line in self.process.stderr:
+            if "start worker process " in line:
+                break
+        else:
+            sys.exit("nginx did not start (status %s)" % self.process.wait())
+        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % port
+
+    def reset(self):
+        shutil.rmtree(self.dav)
+        os.makedirs(self.dav)
+
+    def stored(self):
+        return len(os.listdir(self.dav))
+
+    def baseline_arguments(self):
+        return ["--webdav", self.url, "%s:%s" % (self.USER, self.PASSWORD)]
+
+    def daemon_configuration(self, work, credentials):
+        open(os.path.join(credentials, "password"), "w").write(self.PASSWORD)
+        path = os.path.join(work, "webdav.yaml")
+        open(path, "w").write('''api:
+  probe-url: %s/healthz
+  upload:
+    url: /dav/{name}
+    idempotency-header:
+    delivered: [201, 204]
+    receipt:
+      json-pointer:
+auth:
+  method: basic
+  user: %s
+''' % (self.url, self.USER))
+        return path
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def tree_of(bin_dir):
@@ -54,7 +158,7 @@ class Daemon:
         credentials = os.path.join(work, "credentials")
         for directory in (self.outbox, self.state, credentials, os.path.join(work, "resources")):
             os.makedirs(directory, exist_ok=True)
-        open(os.path.join(credentials, "client-secret"), "w").write(SECRET)
+        configuration = sandbox.daemon_configuration(work, credentials) or os.path.join(tree_of(bin_dir), "etc/errorbusd/errorbusd.yaml")
         environment = {k: v for k, v in os.environ.items() if not k.startswith("ERRORBUSD_")}
         environment.update({
             "CREDENTIALS_DIRECTORY": credentials,
@@ -68,7 +172,7 @@ class Daemon:
         })
         environment.update(extra_environment or {})
         self.started = time.monotonic()
-        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", os.path.join(tree_of(bin_dir), "etc/errorbusd/errorbusd.yaml")],
+        self.process = subprocess.Popen([bin_dir + "/errorbusd", "--config", configuration],
                                         env=environment, stderr=subprocess.PIPE, text=True)
         self.reported = None
         for line in self.process.stderr:

@@ -239,6 +239,10 @@ extension UploadContract {
             } catch {
                 throw ConfigurationError(key: headersKey, reason: "\(name): \(error)")
             }
+            let sample = value.render(UploadItem(sha256: "", name: "", size: 0))
+            guard !sample.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
+                throw ConfigurationError(key: headersKey, reason: "\(name): a header value cannot hold a line break or another control character (nor can a credential it names)")
+            }
             headers.append(Header(name: name, value: value))
         }
 

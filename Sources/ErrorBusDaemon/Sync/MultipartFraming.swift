@@ -14,7 +14,16 @@ struct MultipartFraming: Sendable {
         // Random, so that no file's content can contain it by design.
         var random = SystemRandomNumberGenerator()
         boundary = "errorbus-" + (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined(separator: "-")
-        let escapedName = fileName.replacing("\"", with: "%22").replacing("\r", with: "%0D").replacing("\n", with: "%0A")
+        // By scalar: "\r\n" is one Character, which a Character-wise replacement of "\r" misses.
+        var escapedName = ""
+        for scalar in fileName.unicodeScalars {
+            switch scalar {
+            case "\"": escapedName += "%22"
+            case "\r": escapedName += "%0D"
+            case "\n": escapedName += "%0A"
+            default: escapedName.unicodeScalars.append(scalar)
+            }
+        }
         prefix = ByteBuffer(string: """
             --\(boundary)\r
             Content-Disposition: form-data; name="\(field)"; filename="\(escapedName)"\r

@@ -195,6 +195,7 @@ import Testing
         ("api:\n  upload:\n    headers: [\"Authorization: Bearer x\"]\n", "api.upload.headers: Authorization is errorbusd's to send (auth.method, api.upload.body and idempotency-header set it)"),
         ("api:\n  upload:\n    headers: [\"X-Tenant\"]\n", "api.upload.headers: expected NAME: VALUE (X-Tenant: acme), got \"X-Tenant\""),
         ("api:\n  upload:\n    headers: [\"X-Path: {path}\"]\n", "api.upload.headers: X-Path: unknown placeholder {path}; expected {sha256}, {sha256-base64}, {name} or {size}"),
+        ("api:\n  upload:\n    headers: [\"X-Two: a\\r\\nInjected: b\"]\n", "api.upload.headers: X-Two: a header value cannot hold a line break or another control character (nor can a credential it names)"),
         ("api:\n  upload:\n    delivered: [201, 302]\n", "api.upload.delivered: expected 2xx or statuses from 200 to 299 (201, 204), got \"302\""),
         ("api:\n  upload:\n    receipt:\n      json-pointer: sha256\n", "api.upload.receipt.json-pointer: expected a JSON pointer (RFC 6901) such as /sha256 or /item/digest, got \"sha256\""),
         ("api:\n  upload:\n    receipt:\n      value: \"{sha256}\"\n", "api.upload.receipt.value: is set to \"{sha256}\" without api.upload.receipt.header to compare it with"),

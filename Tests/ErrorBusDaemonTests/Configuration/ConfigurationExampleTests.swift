@@ -114,3 +114,22 @@ import Testing
         #expect(configuration.api.caFile == "/etc/errorbusd/api-ca.pem")
     }
 }
+
+extension ConfigurationContractExampleTests {
+    /// The README's "Your API" YAML, as a reader would copy it, loads and means what it says.
+    @Test func theREADMEsWebDAVConfigurationLoads() async throws {
+        let readme = try String(contentsOfFile: Self.directory + "/../../../README.md", encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "### Your API").dropFirst().first)
+        let yaml = try #require(section.components(separatedBy: "```yaml\n").dropFirst().first?.components(separatedBy: "```").first)
+        let configuration = try await ConfigurationFixture.with { fixture in
+            try fixture.write("credentials/password", "pw\n")
+            return try DaemonConfiguration.load(
+                file: try fixture.write("readme.yaml", yaml),
+                environment: ["CREDENTIALS_DIRECTORY": fixture.directory + "/credentials"]
+            )
+        }
+        #expect(configuration.auth.method == .basic)
+        #expect(configuration.api.uploadContract.url.description == "https://dav.example.net/dav/incoming/{name}")
+        #expect(configuration.api.upload.receipt == nil)
+    }
+}

@@ -247,35 +247,41 @@ struct ForeignServerIntegrationTests {
         }
     }
 
-    @Test func aMultipartAPIWithABearerTokenAHeaderFromACredentialAndADigestReceipt() async throws {
-        let scratch = try ScratchDirectory("multipart")
-        let stored = scratch.file("stored")
-        try FileManager.default.createDirectory(atPath: stored, withIntermediateDirectories: true)
+    /// Starts `upload_server.py` (with `lie`, answering with a wrong digest) and returns it and
+    /// its base URL.
+    static func uploadServer(storingIn stored: String, lying: Bool = false) async throws -> (ChildProcess, String) {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/upload_server.py").path
         let python = try #require(ChildProcess.find("python3"))
-        let server = try ChildProcess(python, ["-u", script, stored, "t0ken", "k3y"])
-        defer { server.terminate() }
+        let server = try ChildProcess(python, ["-u", script, stored, "t0ken", "k3y"] + (lying ? ["lie"] : []))
         guard await server.waitForStandardError(containing: "listening on ") else {
             throw ChildProcessError(description: "the upload server did not start: \(server.standardError.text)")
         }
         let port = try #require(server.standardError.text.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-        let baseURL = "http://127.0.0.1:\(port)"
+        return (server, "http://127.0.0.1:\(port)")
+    }
+
+    static let multipartContract = """
+          upload:
+            method: POST
+            url: /upload?name={name}
+            body: multipart
+            multipart-field: file
+            headers:
+              - "X-Tenant: acme"
+              - "X-Api-Key: {credential:api-key}"
+            receipt:
+              header: Repr-Digest
+              value: "sha-256=:{sha256-base64}:"
+        """
+
+    @Test func aMultipartAPIWithABearerTokenAHeaderFromACredentialAndADigestReceipt() async throws {
+        let scratch = try ScratchDirectory("multipart")
+        let stored = scratch.file("stored")
+        try FileManager.default.createDirectory(atPath: stored, withIntermediateDirectories: true)
+        let (server, baseURL) = try await Self.uploadServer(storingIn: stored)
+        defer { server.terminate() }
         let daemon = try DaemonProcess(
-            in: scratch, baseURL: baseURL,
-            api: """
-                  upload:
-                    method: POST
-                    url: /upload?name={name}
-                    body: multipart
-                    multipart-field: file
-                    headers:
-                      - "X-Tenant: acme"
-                      - "X-Api-Key: {credential:api-key}"
-                    receipt:
-                      header: Repr-Digest
-                      value: "sha-256=:{sha256-base64}:"
-                """,
-            auth: "  method: bearer",
+            in: scratch, baseURL: baseURL, api: Self.multipartContract, auth: "  method: bearer",
             credentials: ["token": "t0ken\n", "api-key": "k3y\n"]
         )
         try await Self.run(daemon, stopping: []) {
@@ -286,6 +292,23 @@ struct ForeignServerIntegrationTests {
             }
             #expect(server.standardError.text.contains("stored report 1.txt tenant=acme"))
             #expect(try await Self.incidents(daemon).isEmpty)
+        }
+    }
+
+    @Test func aDeliveredStatusWithoutTheReceiptIsNoDelivery() async throws {
+        let scratch = try ScratchDirectory("multipart-lie")
+        let (server, baseURL) = try await Self.uploadServer(storingIn: scratch.path, lying: true)
+        defer { server.terminate() }
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: baseURL, api: Self.multipartContract, auth: "  method: bearer",
+            credentials: ["token": "t0ken\n", "api-key": "k3y\n"]
+        )
+        try await Self.run(daemon, stopping: []) {
+            try daemon.drop("kept.txt", content: Data("not received\n".utf8))
+            try await daemon.waitForLog("kept.txt set aside as a dead letter: ")
+            // Set aside, not deleted: an operator can retry it once the API answers as it should.
+            #expect(try daemon.outboxFiles() == ["kept.txt"])
+            #expect(daemon.log.contains("Receipt missing"), "\(daemon.log)")
         }
     }
 }

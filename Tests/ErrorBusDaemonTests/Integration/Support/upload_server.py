@@ -4,7 +4,10 @@ by Python's own email package, stored under DIRECTORY. It wants `Authorization: 
 `X-Api-Key: KEY` (401 otherwise) and answers 201 with the SHA-256 of what it stored in
 `Repr-Digest` (RFC 9530). Each request is one line on standard error.
 
-  upload_server.py DIRECTORY TOKEN KEY
+  upload_server.py DIRECTORY TOKEN KEY [lie]
+
+With `lie`, it stores nothing and answers 201 with the digest of something else: what a proxy
+or a broken deployment answering in the API's place might do.
 """
 import base64, hashlib, os, sys
 from email import policy
@@ -13,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 DIRECTORY, TOKEN, KEY = sys.argv[1:4]
+LIE = sys.argv[4:5] == ["lie"]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -40,6 +44,9 @@ class Handler(BaseHTTPRequestHandler):
         parts = [part for part in message.iter_parts() if part.get_param("name", header="content-disposition") == "file"]
         if not message.is_multipart() or len(parts) != 1:
             self.answer(400)
+            return
+        if LIE:
+            self.answer(201, [("Repr-Digest", "sha-256=:%s:" % base64.b64encode(hashlib.sha256(b"other").digest()).decode())])
             return
         name = parse_qs(url.query)["name"][0]
         data = parts[0].get_payload(decode=True)
