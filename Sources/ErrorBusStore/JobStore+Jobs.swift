@@ -18,8 +18,8 @@ extension JobStore {
         return try await writeSuspending("saving \(new.count) new job(s)") { db in
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO job (id, service, fileName, path, size, state, attempts, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, 'queued', 0, ?, ?)
+                    INSERT INTO job (id, digest, service, fileName, path, size, state, attempts, createdAt, updatedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     """
             )
@@ -28,11 +28,12 @@ extension JobStore {
             var duplicates: [EnqueueResult.Duplicate] = []
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
-                try insert.execute(arguments: [job.id, job.service, job.fileName, job.path, job.size, created, milliseconds])
+                try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds])
                 if db.changesCount == 1 {
                     inserted.append(
                         OutboxJob(
                             id: job.id,
+                            digest: job.digest,
                             service: job.service,
                             fileName: job.fileName,
                             path: job.path,

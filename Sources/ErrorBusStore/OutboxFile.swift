@@ -4,8 +4,12 @@ package import Foundation
 /// durable, and what an upload needs (and all the bus keeps in memory for a parked job). The
 /// stored job, with its state and history, is ``OutboxJob``.
 package struct OutboxFile: Sendable, Hashable {
-    /// The content's idempotency key: the hex SHA-256 of the file, computed by the caller.
+    /// The job's key, unique in the store: the hex SHA-256 of the file's content (computed by the
+    /// caller), or, for an API that tells files by name, of that digest and the name (``digest``
+    /// holds the content's then).
     package var id: String
+    /// The content's SHA-256 when ``id`` is not it; `nil` when it is.
+    package var digest: String?
     /// The service that owns the job, e.g. `"sync"`.
     package var service: String
     /// The file's name, e.g. `"report-42.json"`.
@@ -18,8 +22,9 @@ package struct OutboxFile: Sendable, Hashable {
     /// backlog): the job's `createdAt`. `nil`: now.
     package var arrivedAt: Date?
 
-    package init(id: String, service: String, fileName: String, path: String, size: Int64) {
+    package init(id: String, digest: String? = nil, service: String, fileName: String, path: String, size: Int64) {
         self.id = id
+        self.digest = digest
         self.service = service
         self.fileName = fileName
         self.path = path
@@ -28,6 +33,9 @@ package struct OutboxFile: Sendable, Hashable {
 
     /// The file of a stored job.
     package init(_ job: OutboxJob) {
-        self.init(id: job.id, service: job.service, fileName: job.fileName, path: job.path, size: job.size)
+        self.init(id: job.id, digest: job.digest, service: job.service, fileName: job.fileName, path: job.path, size: job.size)
     }
+
+    /// The content's SHA-256 (hex).
+    package var sha256: String { digest ?? id }
 }

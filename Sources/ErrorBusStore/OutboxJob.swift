@@ -6,8 +6,10 @@ package import GRDB
 package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     package static let databaseTableName = "job"
 
-    /// The content's idempotency key (hex SHA-256). Unique in the store.
+    /// The job's key (``OutboxFile/id``). Unique in the store.
     package var id: String
+    /// The content's SHA-256 when ``id`` is not it (``OutboxFile/digest``).
+    package var digest: String?
     /// The service that owns the job, e.g. `"sync"`.
     package var service: String
     package var fileName: String
@@ -34,6 +36,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
 
     package init(
         id: String,
+        digest: String? = nil,
         service: String,
         fileName: String,
         path: String,
@@ -48,6 +51,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         deliveredAt: Date? = nil
     ) {
         self.id = id
+        self.digest = digest
         self.service = service
         self.fileName = fileName
         self.path = path
@@ -66,6 +70,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     /// record decoder took nearly half of the claim's time.
     package init(row: Row) throws {
         id = try row.decode(forColumn: "id")
+        digest = try row.decode(forColumn: "digest")
         service = try row.decode(forColumn: "service")
         fileName = try row.decode(forColumn: "fileName")
         path = try row.decode(forColumn: "path")

@@ -157,6 +157,12 @@ enum StoreSchema {
             )
         }
 
+        // The content's SHA-256 of a job whose key is not it: an API that tells files by their
+        // name keys them by content and name, so that two names with one content are two uploads.
+        migrator.registerMigration("7 job digest") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN digest TEXT")
+        }
+
         return migrator
     }
 }

@@ -43,10 +43,15 @@ extension DaemonConfiguration {
             metrics: try Metrics(settings),
             bus: try Self.bus(settings)
         )
-        // Last, so a typo elsewhere is reported before a secret that is not there yet.
+        // Last, so a typo elsewhere is reported before a secret that is not there yet; the upload
+        // contract first of the two, as its mistakes are the configuration's (a header's
+        // credential is read with it).
+        if auth.method == .mtls, !api.baseURL.lowercased().hasPrefix("https://") {
+            throw ConfigurationError(key: "auth.method", reason: "mtls signs in with a TLS client certificate, so api.base-url must be https://, got \"\(api.baseURL)\"")
+        }
         let credentials = CredentialReader(credentialsDirectory: systemd.credentials, credentialSource: credentialSource)
-        try auth.readSecrets(credentials)
         api.upload = try UploadContract(settings, credentials: credentials)
+        try auth.readSecrets(credentials)
     }
 
     private static let logLevels: KeyValuePairs<String, Logger.Level> = [

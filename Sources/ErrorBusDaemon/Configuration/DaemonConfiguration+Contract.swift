@@ -1,3 +1,4 @@
+import ErrorBusHTTP
 import NIOSSL
 
 #if canImport(FoundationEssentials)
@@ -52,13 +53,18 @@ extension DaemonConfiguration.Auth {
     mutating func readSecrets(_ credentials: CredentialReader) throws(ConfigurationError) {
         if let kind = Self.secretKind(of: method) {
             let name = kind == .clientSecret ? credentialName : kind.rawValue
+            let key = kind == .clientSecret ? "auth.credential-name" : kind.fileKey
             (secret, secretSource) = try credentials.read(
                 file: secretFiles[kind],
                 fileKey: kind.fileKey,
                 credential: name,
-                credentialKey: kind == .clientSecret ? "auth.credential-name" : kind.fileKey,
+                credentialKey: key,
                 what: kind.what
             )
+            // A token or password goes into a header: a line break there would fail every request.
+            if kind != .clientSecret, secret.value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                throw ConfigurationError(key: secretFiles[kind] != nil ? kind.fileKey : key, reason: "the \(kind.what) holds a line break or another control character")
+            }
         }
         if method == .mtls {
             let (certificate, certificateSource) = try credentials.read(
@@ -85,6 +91,16 @@ extension DaemonConfiguration.Auth {
                 privateKey = try NIOSSLPrivateKey(bytes: Array(key.value.utf8), format: .pem)
             } catch {
                 throw ConfigurationError(key: SecretKind.clientKey.fileKey, reason: "the client key is not an unencrypted PEM private key (-----BEGIN PRIVATE KEY-----): \(error)")
+            }
+            // A TLS context refuses a key that is not the certificate's: find out now, not at the
+            // first upload.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.certificateChain = chain.map { .certificate($0) }
+            tls.privateKey = .privateKey(privateKey)
+            do {
+                _ = try NIOSSLContext(configuration: tls)
+            } catch {
+                throw ConfigurationError(key: SecretKind.clientKey.fileKey, reason: "the client key does not go with the client certificate: \(error)")
             }
             clientIdentity = ClientIdentity(certificateChain: chain, privateKey: privateKey, certificateSource: certificateSource)
         }
@@ -187,6 +203,9 @@ extension UploadContract {
         if let text = settings.raw(urlKey) {
             url = try Self.template(text, key: urlKey)
             try Self.checkURL(url, text: text, key: urlKey)
+            if method == .put, !url.parts.contains(.sha256), !url.parts.contains(.sha256Base64), !url.parts.contains(.name) {
+                throw ConfigurationError(key: urlKey, reason: "\"\(text)\": a PUT to it would put every file at one URL; include {sha256} or {name}")
+            }
         }
 
         let multipartField = settings.optionalString("api.upload.multipart-field", default: nil)
@@ -223,6 +242,9 @@ extension UploadContract {
             guard !Self.reservedHeaders.contains(name.lowercased()) else {
                 throw ConfigurationError(key: headersKey, reason: "\(name) is errorbusd's to send (auth.method, api.upload.body and idempotency-header set it)")
             }
+            guard !headers.contains(where: { $0.name.lowercased() == name.lowercased() }) else {
+                throw ConfigurationError(key: headersKey, reason: "\(name) is listed twice")
+            }
             let valueText = String(entry[entry.index(after: colon)...].configurationTrimmed)
             let value: UploadTemplate
             do {
@@ -247,8 +269,16 @@ extension UploadContract {
         }
 
         let idempotencyHeader = settings.optionalString("api.upload.idempotency-header", default: defaults.idempotencyHeader)
-        if let idempotencyHeader, !Self.isToken(idempotencyHeader) {
-            throw ConfigurationError(key: "api.upload.idempotency-header", reason: "\"\(idempotencyHeader)\" is not a header name (letters, digits, '-')")
+        if let idempotencyHeader {
+            guard Self.isToken(idempotencyHeader) else {
+                throw ConfigurationError(key: "api.upload.idempotency-header", reason: "\"\(idempotencyHeader)\" is not a header name (letters, digits, '-')")
+            }
+            guard !Self.reservedHeaders.contains(idempotencyHeader.lowercased()) else {
+                throw ConfigurationError(key: "api.upload.idempotency-header", reason: "\(idempotencyHeader) is errorbusd's to send otherwise; name another header, or none")
+            }
+            guard !headers.contains(where: { $0.name.lowercased() == idempotencyHeader.lowercased() }) else {
+                throw ConfigurationError(key: "api.upload.idempotency-header", reason: "\(idempotencyHeader) is also in api.upload.headers: it would be sent twice")
+            }
         }
 
         var delivered = defaults.delivered
@@ -322,6 +352,12 @@ extension UploadContract {
             else {
                 throw ConfigurationError(key: key, reason: "expected a path starting with / or an http(s) URL with a host (no user:password@ or #fragment), got \"\(text)\"")
             }
+            // The sign-in goes where uploads go: a file's name must never choose the host.
+            let other = url.render(UploadItem(sha256: String(repeating: "1", count: 64), name: "other.example", size: 2))
+            let (first, second) = (RequestTarget(url: sample), RequestTarget(url: other))
+            guard first.scheme == second.scheme, first.host == second.host, first.port == second.port else {
+                throw ConfigurationError(key: key, reason: "\"\(text)\": a placeholder before the path would let a file's name or content choose the host; put placeholders in the path or query")
+            }
         }
     }
 
@@ -334,5 +370,8 @@ extension UploadContract {
     }
 
     /// Headers errorbusd sets itself.
-    private static let reservedHeaders: Set<String> = ["authorization", "content-type", "content-length", "transfer-encoding", "host"]
+    private static let reservedHeaders: Set<String> = [
+        "authorization", "content-type", "content-length", "transfer-encoding", "host", "connection", "keep-alive",
+        "expect", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection",
+    ]
 }

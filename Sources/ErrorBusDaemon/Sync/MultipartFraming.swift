@@ -9,7 +9,8 @@ struct MultipartFraming: Sendable {
 
     /// - Parameters:
     ///   - field: the form field's name.
-    ///   - fileName: the part's `filename`, with `"`, CR and LF percent-encoded as HTML forms do.
+    ///   - fileName: the part's `filename`, with `"`, CR and LF percent-encoded as HTML forms do,
+    ///     and a backslash, which some parsers take for an escape.
     init(field: String, fileName: String) {
         // Random, so that no file's content can contain it by design.
         var random = SystemRandomNumberGenerator()
@@ -19,6 +20,7 @@ struct MultipartFraming: Sendable {
         for scalar in fileName.unicodeScalars {
             switch scalar {
             case "\"": escapedName += "%22"
+            case "\\": escapedName += "%5C"
             case "\r": escapedName += "%0D"
             case "\n": escapedName += "%0A"
             default: escapedName.unicodeScalars.append(scalar)

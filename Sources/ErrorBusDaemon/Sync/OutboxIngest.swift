@@ -21,6 +21,9 @@ actor OutboxIngest {
         var settleTime: Duration
         var host: String
         var backlog = DaemonConfiguration.Sync.Backlog()
+        /// Whether the API tells files by name (``UploadContract/tellsFilesByName``): then a job
+        /// is keyed by content and name, not by content alone.
+        var keyedByName = false
     }
 
     private var settings: Settings
@@ -205,7 +208,8 @@ actor OutboxIngest {
             }
             switch inspection.verdict {
             case .ready(let size, let key):
-                ready.append(OutboxFile(id: key, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
+                let (id, digest) = settings.keyedByName ? (ContentKey.of(key, name: name), key) : (key, nil)
+                ready.append(OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
                 seen.record(name, inspection.stamp)
                 forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):

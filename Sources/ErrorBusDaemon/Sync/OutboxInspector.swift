@@ -108,6 +108,13 @@ enum ContentKey {
         hex(of: try hash(fileAt: path))
     }
 
+    /// The key of a file for an API that tells files by name: the hex SHA-256 of its content's
+    /// key and its name, so that one content under two names is two jobs, and the same content
+    /// under the same name one.
+    static func of(_ contentKey: String, name: String) -> String {
+        hex(of: SHA256.hash(data: Array((contentKey + "/" + name).utf8)))
+    }
+
     /// Lowercase hex, written in place: a string per byte, joined, cost as much as the hash of
     /// a 4 KiB file.
     private static func hex(of digest: SHA256.Digest) -> String {

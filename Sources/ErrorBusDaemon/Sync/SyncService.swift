@@ -48,7 +48,8 @@ actor SyncService: Service {
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
                 host: host,
-                backlog: backlog
+                backlog: backlog,
+                keyedByName: upload.tellsFilesByName
             )
         }
     }

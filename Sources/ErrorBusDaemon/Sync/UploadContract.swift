@@ -81,6 +81,16 @@ package struct UploadContract: Sendable, Equatable {
         self.receipt = receipt
     }
 
+    /// Whether the API tells files by their name: `{name}` in the URL, a header or the receipt,
+    /// or a multipart body (whose part names the file). Then one content under two names is two
+    /// uploads, where otherwise it is one.
+    package var tellsFilesByName: Bool {
+        if case .multipart = body { return true }
+        var templates = [url] + headers.map(\.value)
+        if case .header(_, let value) = receipt { templates.append(value) }
+        return templates.contains { $0.parts.contains(.name) }
+    }
+
     /// The URL template made absolute: a configured path is appended to `base`.
     package func url(base: String) -> UploadTemplate {
         url.isPath ? UploadTemplate(parts: [.text(base)] + url.parts) : url

@@ -65,7 +65,7 @@ final class Uploader: Uploading {
     }
 
     private func send(_ job: OutboxFile, authorization: String?) async throws {
-        let item = UploadItem(sha256: job.id, name: job.fileName, size: job.size)
+        let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size)
         let url = contract.url.render(item)
         var request = HTTPClientRequest(url: url)
         request.method = HTTPMethod(rawValue: contract.method.rawValue)

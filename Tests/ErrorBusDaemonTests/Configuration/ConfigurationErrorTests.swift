@@ -196,6 +196,12 @@ import Testing
         ("api:\n  upload:\n    headers: [\"X-Tenant\"]\n", "api.upload.headers: expected NAME: VALUE (X-Tenant: acme), got \"X-Tenant\""),
         ("api:\n  upload:\n    headers: [\"X-Path: {path}\"]\n", "api.upload.headers: X-Path: unknown placeholder {path}; expected {sha256}, {sha256-base64}, {name} or {size}"),
         ("api:\n  upload:\n    headers: [\"X-Two: a\\r\\nInjected: b\"]\n", "api.upload.headers: X-Two: a header value cannot hold a line break or another control character (nor can a credential it names)"),
+        ("api:\n  upload:\n    url: /dav/latest\n", "api.upload.url: \"/dav/latest\": a PUT to it would put every file at one URL; include {sha256} or {name}"),
+        ("api:\n  upload:\n    url: https://{name}/u\n", "api.upload.url: \"https://{name}/u\": a placeholder before the path would let a file's name or content choose the host; put placeholders in the path or query"),
+        ("api:\n  upload:\n    idempotency-header: Content-Length\n", "api.upload.idempotency-header: Content-Length is errorbusd's to send otherwise; name another header, or none"),
+        ("api:\n  upload:\n    headers: [\"X-Key: a\"]\n    idempotency-header: x-key\n", "api.upload.idempotency-header: x-key is also in api.upload.headers: it would be sent twice"),
+        ("api:\n  upload:\n    headers: [\"X-Key: a\", \"x-key: b\"]\n", "api.upload.headers: x-key is listed twice"),
+        ("auth:\n  method: mtls\n", "auth.method: mtls signs in with a TLS client certificate, so api.base-url must be https://, got \"http://127.0.0.1:8080\""),
         ("api:\n  upload:\n    delivered: [201, 302]\n", "api.upload.delivered: expected 2xx or statuses from 200 to 299 (201, 204), got \"302\""),
         ("api:\n  upload:\n    receipt:\n      json-pointer: sha256\n", "api.upload.receipt.json-pointer: expected a JSON pointer (RFC 6901) such as /sha256 or /item/digest, got \"sha256\""),
         ("api:\n  upload:\n    receipt:\n      value: \"{sha256}\"\n", "api.upload.receipt.value: is set to \"{sha256}\" without api.upload.receipt.header to compare it with"),
@@ -405,9 +411,32 @@ import Testing
     @Test func mtlsWithoutAKeyNamesTheKeysKey() async throws {
         try await ConfigurationFixture.with { fixture in
             let certificate = try fixture.write("client.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-            let error = try #require(try await fixture.loadError("auth:\n  method: mtls\n  client-certificate-file: \(certificate)\n"))
+            let error = try #require(try await fixture.loadError("api:\n  base-url: https://api.test\nauth:\n  method: mtls\n  client-certificate-file: \(certificate)\n"))
             #expect(error.key == "auth.client-key-file")
             #expect(error.reason.contains("client-key"), "\(error)")
+        }
+    }
+
+    @Test func mtlsWithAKeyThatIsNotTheCertificatesIsRefused() async throws {
+        let scratch = try ScratchDirectory("mtls-mismatch")
+        let certificates = try await TestCertificates.make(in: scratch)
+        try await ConfigurationFixture.with { fixture in
+            let error = try #require(
+                try await fixture.loadError(
+                    "api:\n  base-url: https://api.test\nauth:\n  method: mtls\n  client-certificate-file: \(certificates.clientCertificate)\n  client-key-file: \(certificates.strangerKey)\n"
+                )
+            )
+            #expect(error.key == "auth.client-key-file")
+            #expect(error.reason.contains("does not go with the client certificate"), "\(error)")
+        }
+    }
+
+    @Test func aTokenWithALineBreakIsRefused() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let token = try fixture.write("token", "line one\nline two\n")
+            let error = try #require(try await fixture.loadError("auth:\n  method: bearer\n  token-file: \(token)\n"))
+            #expect(error.key == "auth.token-file")
+            #expect(error.reason.contains("line break"))
         }
     }
 
@@ -415,7 +444,7 @@ import Testing
         try await ConfigurationFixture.with { fixture in
             let garbage = try fixture.write("garbage.pem", "not a certificate\n")
             let certificateError = try #require(
-                try await fixture.loadError("auth:\n  method: mtls\n  client-certificate-file: \(garbage)\n  client-key-file: \(garbage)\n")
+                try await fixture.loadError("api:\n  base-url: https://api.test\nauth:\n  method: mtls\n  client-certificate-file: \(garbage)\n  client-key-file: \(garbage)\n")
             )
             #expect(certificateError.key == "auth.client-certificate-file")
             #expect(certificateError.reason.contains("not a PEM certificate"))
@@ -503,6 +532,22 @@ import Testing
             ])
             #expect(settings.resources.map(\.signedIn) == [true, false, true])
             #expect(settings.resources[1].host == "cdn.example.org")
+        }
+    }
+}
+
+extension ContractConfigurationTests {
+    /// `--check-config` outside the service, before any secret is installed: a broken contract is
+    /// what it reports, not the secret that is not there yet.
+    @Test func aBrokenContractIsReportedBeforeAMissingSecret() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let file = try fixture.write("errorbusd.yaml", "api:\n  upload:\n    method: POST\n    body: multipart\n")
+            do {
+                _ = try DaemonConfiguration.load(file: file, environment: [:], credentialSource: fixture.directory + "/none")
+                Issue.record("loaded")
+            } catch {
+                #expect((error as? ConfigurationError)?.key == "api.upload.body", "\(error)")
+            }
         }
     }
 }

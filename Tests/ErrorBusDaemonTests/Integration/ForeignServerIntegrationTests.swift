@@ -53,6 +53,8 @@ struct ForeignServerIntegrationTests {
     /// Files with names a URL must encode, one larger than a chunk (streamed from disk).
     static let files: [(name: String, content: Data)] = [
         ("report 1.txt", Data("first report\n".utf8)),
+        // The same content under another name: to an API that tells files by name, another file.
+        ("copy of report 1.txt", Data("first report\n".utf8)),
         ("ünïcode+50%.csv", Data("a,b\n1,2\n".utf8)),
         ("large.bin", Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })),
     ]
@@ -213,6 +215,8 @@ struct ForeignServerIntegrationTests {
         await nginx.stop()
     }
 
+    /// Also: only a resource on the API's own origin is sent the sign-in. `localhost` is another
+    /// origin than `127.0.0.1`, though the same nginx answers both.
     @Test func staticResourcesAreFetchedOnceThenAnsweredNotModifiedByEitherValidator() async throws {
         let scratch = try ScratchDirectory("static")
         let nginx = try NginxProcess(
@@ -231,8 +235,8 @@ struct ForeignServerIntegrationTests {
         }
         try await nginx.start()
         let daemon = try DaemonProcess(
-            in: scratch, baseURL: nginx.baseURL, auth: "  method: none", credentials: [:],
-            resources: ["\(nginx.baseURL)/tagged/motd.txt=1s", "\(nginx.baseURL)/dated/plan.json=1s"]
+            in: scratch, baseURL: nginx.baseURL, auth: "  method: bearer", credentials: ["token": "t0ken\n"],
+            resources: ["\(nginx.baseURL)/tagged/motd.txt=1s", "http://localhost:\(nginx.port)/dated/plan.json=1s"]
         )
         try await Self.run(daemon, stopping: [nginx]) {
             // nginx logs an absent header as "-". ETag (and Last-Modified) from the tagged
@@ -242,6 +246,9 @@ struct ForeignServerIntegrationTests {
             // Only Last-Modified from the dated one: If-Modified-Since alone answers 304.
             try await nginx.waitForAccess("GET /dated/plan.json 200 inm=\"-\" ims=\"-\"")
             try await nginx.waitForAccess("GET /dated/plan.json 304 inm=\"-\" ims=\"")
+            let lines = nginx.log.split(separator: "\n")
+            #expect(lines.filter { $0.contains("/tagged/") }.allSatisfy { $0.hasSuffix("auth=\"Bearer t0ken\"") }, "\(nginx.log)")
+            #expect(lines.filter { $0.contains("/dated/") }.allSatisfy { $0.hasSuffix("auth=\"-\"") }, "\(nginx.log)")
             #expect(FileManager.default.contents(atPath: daemon.resources + "/motd.txt") == Data("hello\n".utf8))
             #expect(FileManager.default.contents(atPath: daemon.resources + "/plan.json") == Data("{\"plan\":1}\n".utf8))
         }

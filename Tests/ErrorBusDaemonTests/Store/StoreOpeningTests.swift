@@ -26,7 +26,7 @@ import ErrorBusDaemon
             #expect(migrations == Set(StoreSchema.migrator.migrations))
             #expect(journalMode == "wal")
             #expect(try store.checkIntegrity() == ["ok"])
-            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources, 4 job counts, 5 backlog bytes, dead-letter age, 6 resource validators" })
+            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources, 4 job counts, 5 backlog bytes, dead-letter age, 6 resource validators, 7 job digest" })
         }
     }
 

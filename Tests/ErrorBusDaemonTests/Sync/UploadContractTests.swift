@@ -40,11 +40,11 @@ import Testing
     }
 
     @Test func aMultipartBodyFramesTheFileWhetherWholeOrInChunks() async throws {
-        let framing = MultipartFraming(field: "file", fileName: "quote\"d\r\n.txt")
+        let framing = MultipartFraming(field: "file", fileName: "quote\"d\r\n\\.txt")
         #expect(framing.contentType == "multipart/form-data; boundary=\(framing.boundary)")
         let prefix = String(buffer: framing.prefix)
         #expect(prefix.hasPrefix("--\(framing.boundary)\r\n"))
-        #expect(prefix.contains("Content-Disposition: form-data; name=\"file\"; filename=\"quote%22d%0D%0A.txt\"\r\n"))
+        #expect(prefix.contains("Content-Disposition: form-data; name=\"file\"; filename=\"quote%22d%0D%0A%5C.txt\"\r\n"))
         #expect(prefix.hasSuffix("\r\n\r\n"))
         #expect(String(buffer: framing.suffix) == "\r\n--\(framing.boundary)--\r\n")
 
@@ -58,6 +58,15 @@ import Testing
         for try await chunk in framing.wrap(chunks) { streamed.writeImmutableBuffer(chunk) }
         #expect(streamed == whole)
         #expect(Int64(whole.readableBytes) == framing.length(around: 3))
+    }
+
+    @Test func anAPIThatTellsFilesByNameKeysThemByName() throws {
+        #expect(!UploadContract().tellsFilesByName)
+        #expect(UploadContract(url: try UploadTemplate.parse("/dav/{name}")).tellsFilesByName)
+        #expect(UploadContract(body: .multipart(field: "file")).tellsFilesByName)
+        let content = String(repeating: "a", count: 64)
+        #expect(ContentKey.of(content, name: "a.txt") != ContentKey.of(content, name: "b.txt"))
+        #expect(ContentKey.of(content, name: "a.txt") == ContentKey.of(content, name: "a.txt"))
     }
 
     @Test func deliveredStatusesAreSuccessesOnly() {

@@ -8,7 +8,8 @@ import Testing
 ///
 /// Its error log goes to standard error, its access log to `access.log` in its directory (nginx
 /// cannot open a socket as `/dev/stderr`): the access log's lines (`log_format errorbus`: method,
-/// URI, status, the conditional headers, the basic-auth user) are what tests wait for.
+/// URI, status, the conditional headers, the basic-auth user, the `Authorization` header) are what
+/// tests wait for.
 final class NginxProcess: Sendable {
     let port: Int
     let directory: String
@@ -35,7 +36,7 @@ final class NginxProcess: Sendable {
             error_log stderr notice;
             events { worker_connections 512; }
             http {
-                log_format errorbus '$request_method $uri $status inm="$http_if_none_match" ims="$http_if_modified_since" user="$remote_user"';
+                log_format errorbus '$request_method $uri $status inm="$http_if_none_match" ims="$http_if_modified_since" user="$remote_user" auth="$http_authorization"';
                 access_log \(directory)/access.log errorbus;
                 client_body_temp_path \(directory)/tmp/body;
                 proxy_temp_path \(directory)/tmp/proxy;
