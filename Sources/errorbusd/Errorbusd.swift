@@ -64,6 +64,11 @@ struct Errorbusd: AsyncParsableCommand {
             let auth = configuration.auth
             print("sign-in: \(auth.method.rawValue)")
             print("upload: \(configuration.api.upload.method.rawValue) \(configuration.api.uploadContract.url)")
+            for header in configuration.api.upload.headers {
+                for case .secret(let name, _) in header.value.parts {
+                    print("header \(header.name): credential \"\(name)\" (errorbusd.service loads it only with a drop-in: LoadCredential=\(name):/etc/errorbusd/\(name))")
+                }
+            }
             if let kind = DaemonConfiguration.Auth.secretKind(of: auth.method) {
                 switch auth.secretSource {
                 case .credentialSource(let name, let path):

@@ -55,8 +55,9 @@ package struct UploadContract: Sendable, Equatable {
     package var body: Body
     /// `api.upload.headers`. Default none.
     package var headers: [Header]
-    /// `api.upload.idempotency-header`: the header carrying the SHA-256, so that the API can tell
-    /// a repeated upload; `nil` sends none. Default `Idempotency-Key`.
+    /// `api.upload.idempotency-header`: the header carrying the job's key (the SHA-256, or that of
+    /// the SHA-256 and the name when ``tellsFilesByName``), so that the API can tell a repeated
+    /// upload; `nil` sends none. Default `Idempotency-Key`.
     package var idempotencyHeader: String?
     /// `api.upload.delivered`. Default every 2xx.
     package var delivered: DeliveredStatuses
