@@ -109,6 +109,17 @@ private struct Diagnosis {
             self = Self.diagnose(error, target: target, request: request)
         case let error as NIOSSLExtraError:
             self = Self.diagnose(error, target: target)
+        case let error as BoringSSLError:
+            // TLS 1.3 sends the server's verdict on the client certificate after the client's
+            // handshake ended: its alert arrives as a read error, not a handshake failure.
+            self = Self.clientCertificateRefusal(String(describing: error), target: target)
+                ?? Diagnosis(
+                    category: .unreachable,
+                    cause: "tlsFailure",
+                    title: "TLS failed",
+                    message: "TLS with \(target.authority) failed: \(String(describing: error).prefix(200)).",
+                    next: Self.portalAdvice
+                )
         case let error as NIOTooManyBytesError:
             let limit = error.maxBytes.map { " \(ByteCountText.format($0))" } ?? ""
             self.init(
@@ -322,15 +333,8 @@ private struct Diagnosis {
             if text.contains("CERTIFICATE_VERIFY_FAILED") {
                 return untrustedCertificate(target: target, detail: "it is self-signed, expired, issued for another name, or by a CA this host does not trust")
             }
-            if let alert = clientCertificateAlerts.first(where: { text.contains($0) }) {
-                // An alert received from the server about our certificate: it refused the client
-                // certificate (or its absence), which a new certificate fixes, not waiting.
-                return Diagnosis(
-                    category: .unauthenticated,
-                    cause: "clientCertificateRefused",
-                    title: "Client certificate refused",
-                    message: "\(target.authority) refused the TLS client certificate during the handshake (\(alert)): it is missing, expired or not from a CA the server trusts."
-                )
+            if let refusal = clientCertificateRefusal(text, target: target) {
+                return refusal
             }
             return Diagnosis(
                 category: .unreachable,
@@ -362,6 +366,18 @@ private struct Diagnosis {
         "ALERT_CERTIFICATE_REQUIRED", "ALERT_BAD_CERTIFICATE", "ALERT_UNKNOWN_CA", "ALERT_CERTIFICATE_EXPIRED",
         "ALERT_CERTIFICATE_REVOKED", "ALERT_CERTIFICATE_UNKNOWN", "ALERT_UNSUPPORTED_CERTIFICATE", "ALERT_ACCESS_DENIED",
     ]
+
+    /// An alert received from the server about the client's certificate: it refused the
+    /// certificate (or its absence), which a new certificate fixes, not waiting.
+    private static func clientCertificateRefusal(_ text: String, target: RequestTarget) -> Diagnosis? {
+        guard let alert = clientCertificateAlerts.first(where: { text.contains($0) }) else { return nil }
+        return Diagnosis(
+            category: .unauthenticated,
+            cause: "clientCertificateRefused",
+            title: "Client certificate refused",
+            message: "\(target.authority) refused the TLS client certificate (\(alert)): it is missing, expired or not from a CA the server trusts."
+        )
+    }
 
     private static func diagnose(_ error: NIOSSLExtraError, target: RequestTarget) -> Diagnosis {
         switch error {

@@ -217,6 +217,36 @@ struct ForeignServerIntegrationTests {
 
     /// Also: only a resource on the API's own origin is sent the sign-in. `localhost` is another
     /// origin than `127.0.0.1`, though the same nginx answers both.
+    /// A server that refuses at the TLS level (`openssl s_server -Verify 1`, TLS 1.3): its alert
+    /// arrives after the client's handshake, as a read error, and still means a certificate.
+    @Test func aTLSAlertAboutTheClientCertificateIsAnOperatorIncident() async throws {
+        let scratch = try ScratchDirectory("tls-alert")
+        let certificates = try await TestCertificates.make(in: scratch)
+        let port = try NginxProcess.freePort()
+        let server = try ChildProcess(
+            "/usr/bin/openssl",
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificate, "-key", certificates.serverKey,
+                "-CAfile", certificates.caCertificate, "-Verify", "1", "-tls1_3", "-www",
+            ]
+        )
+        defer { server.terminate() }
+        guard await server.waitForStandardOutput(containing: "ACCEPT") else {
+            throw ChildProcessError(description: "openssl s_server did not start: \(server.standardError.text)")
+        }
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: "https://127.0.0.1:\(port)", api: "  ca-file: \(certificates.caCertificate)", auth: "  method: none", credentials: [:]
+        )
+        try await Self.run(daemon, stopping: []) {
+            try daemon.drop("refused.txt", content: Data("no certificate\n".utf8))
+            try await daemon.waitForLog("needs an operator")
+            let incident = try #require(try await Self.incidents(daemon).first)
+            #expect(incident.category == .unauthenticated, "\(incident)")
+            #expect(incident.cause == "clientCertificateRefused", "\(incident)")
+            #expect(daemon.log.contains("refused the TLS client certificate (ALERT_CERTIFICATE_REQUIRED)"), "\(daemon.log)")
+        }
+    }
+
     @Test func staticResourcesAreFetchedOnceThenAnsweredNotModifiedByEitherValidator() async throws {
         let scratch = try ScratchDirectory("static")
         let nginx = try NginxProcess(

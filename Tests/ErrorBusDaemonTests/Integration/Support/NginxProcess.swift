@@ -85,7 +85,7 @@ final class NginxProcess: Sendable {
     var log: String { (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? "" }
 
     /// A port nobody listens on now: the kernel's pick for a socket bound to port 0.
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw ChildProcessError(description: "socket failed: errno \(errno)") }
         defer { close(socket) }
