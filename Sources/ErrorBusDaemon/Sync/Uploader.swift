@@ -144,8 +144,8 @@ final class Uploader: Uploading {
         case .jsonPointer(let pointer):
             let expected = "a receipt whose \(pointer) is the file's SHA-256"
             let body = try await response.collectBody(upTo: Self.receiptLimit, deadline: deadline, method: method, url: url)
-            let value = try? JSONPointer.string(at: pointer, in: Data(body.readableBytesView))
-            guard let text = value ?? nil, text.lowercased() == item.sha256 else {
+            let value = try? JSONPointer.value(at: pointer, in: Data(body.readableBytesView))
+            guard let text = value as? String, text.lowercased() == item.sha256 else {
                 throw HTTPFailure.undecodable(
                     method: method, url: url, status: Int(response.status.code),
                     contentType: response.headers.first(name: "Content-Type"), body: body, expected: expected
