@@ -123,9 +123,6 @@ extension DaemonConfiguration {
                     """
                 }
             }
-
-            /// What an operator does about the refused secret of the installed unit, by default.
-            package var fix: String { fix() }
         }
 
         /// Where the installed `errorbusd.service` loads the client secret from

@@ -235,7 +235,8 @@ package struct Daemon: Sendable {
             readTimeout: TimeAmount(configuration.api.requestTimeout)
         )
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 2 * configuration.sync.concurrency + 8)
-        let identity = configuration.auth.method == .mtls ? configuration.auth.clientIdentity : nil
+        // Only auth.method mtls reads one.
+        let identity = configuration.auth.clientIdentity
         if configuration.api.caFile != nil || identity != nil {
             var tls = TLSConfiguration.makeClientConfiguration()
             if let caFile = configuration.api.caFile {

@@ -379,11 +379,11 @@ import Testing
 
     @Test func theFixForARefusedSecretIsTheOneThatWorksWhereItCameFrom() {
         typealias Source = DaemonConfiguration.Auth.SecretSource
-        let credential = Source.credential(name: "client-secret", path: "/run/credentials/errorbusd.service/client-secret").fix
+        let credential = Source.credential(name: "client-secret", path: "/run/credentials/errorbusd.service/client-secret").fix()
         #expect(credential.contains("systemctl restart errorbusd"))
         #expect(credential.contains("/etc/errorbusd/client-secret"))
         #expect(!credential.contains("then reload"))
-        let file = Source.file("/etc/errorbusd/secret").fix
+        let file = Source.file("/etc/errorbusd/secret").fix()
         #expect(file.contains("/etc/errorbusd/secret, then reload errorbusd"))
     }
 
