@@ -18,29 +18,33 @@ struct HeldJobTests {
             let outage = try #require(try await events.next(.incidentOpened).incident)
             #expect(await bus.heldJobs().map(\.incident) == [outage.id, outage.id, outage.id])
 
-            // An operator pauses sync while the API is down: when the outage's canary succeeds,
-            // its release finds sync held by the pause, and parks the other two there.
+            // The job whose failure opened it failed itself; the two others merely wait.
+            #expect(await bus.heldJobs().map(\.hasFailed) == [false, false, true])
+
+            // An operator pauses sync while the API is down: when the outage's canary (a job that
+            // merely waited) succeeds, its release finds sync held by the pause, and parks the
+            // other two there.
             let pause = await bus.pause("sync")
             apiDown.set(false)
             clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
             #expect(try await events.next(.incidentResolved).incident?.id == outage.id)
-            #expect(await outcomes.next() == "0 succeeded")
+            #expect(await outcomes.next() == "1 succeeded")
 
-            #expect(await bus.heldJob(id: Job.sync(1).id, service: "sync") == HeldJob(job: .sync(1), incident: pause))
-            #expect(await bus.heldJobs(service: "sync") == [HeldJob(job: .sync(1), incident: pause), HeldJob(job: .sync(2), incident: pause)])
+            #expect(await bus.heldJob(id: Job.sync(0).id, service: "sync") == HeldJob(job: .sync(0), incident: pause))
+            #expect(await bus.heldJobs(service: "sync") == [HeldJob(job: .sync(2), incident: pause), HeldJob(job: .sync(0), incident: pause)])
             #expect(await bus.heldJobs(service: "loader").isEmpty)
             #expect(await bus.snapshot().heldByService == ["sync": 2])
 
-            try await bus.cancel(job: Job.sync(1).id, service: "sync")
-            #expect(await outcomes.next() == "1 cancelledByOperator")
-            #expect(await bus.heldJob(id: Job.sync(1).id, service: "sync") == nil)
+            try await bus.cancel(job: Job.sync(2).id, service: "sync")
+            #expect(await outcomes.next() == "2 cancelledByOperator")
+            #expect(await bus.heldJob(id: Job.sync(2).id, service: "sync") == nil)
 
             // Retrying the job retries the incident that holds it now: the pause, which releases.
-            #expect(try await bus.retry(job: Job.sync(2).id, service: "sync") == pause)
-            #expect(await outcomes.next() == "2 succeeded")
+            #expect(try await bus.retry(job: Job.sync(0).id, service: "sync") == pause)
+            #expect(await outcomes.next() == "0 succeeded")
             #expect(await bus.heldJobs().isEmpty)
-            await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: Job.sync(2).id)) {
-                try await bus.retry(job: Job.sync(2).id, service: "sync")
+            await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: Job.sync(0).id)) {
+                try await bus.retry(job: Job.sync(0).id, service: "sync")
             }
         }
     }

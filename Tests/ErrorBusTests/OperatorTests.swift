@@ -58,7 +58,9 @@ struct OperatorTests {
             }
             let id = try #require(await bus.snapshot().incidents.first?.id)
             #expect(try await bus.discard(incident: id) == 4)
-            #expect(stops.values == [0, 1, 2, 3])
+            // In release order: the jobs that merely waited behind the incident, then the one
+            // whose failure opened it.
+            #expect(stops.values == [1, 2, 3, 0])
             #expect(try await events.next(.incidentResolved).incident?.resolution == .discarded)
             #expect(await bus.snapshot().parkedJobs == 0)
             await #expect(throws: ErrorBusError.noSuchIncident(id)) { try await bus.discard(incident: id) }
@@ -86,7 +88,7 @@ struct OperatorTests {
             #expect(stop.reason == .deadLettered)
             #expect(stop.failure?.cause == "backlogFull" && stop.failure?.text.title == "Dropped to make room")
             #expect(stop.incident == id)
-            #expect(try await bus.parkedJobs(in: id).map(\.id) == ["item-0", "item-2"])
+            #expect(try await bus.parkedJobs(in: id).map(\.id) == ["item-2", "item-0"])
             await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: "item-1")) {
                 try await bus.deadLetter(job: "item-1", service: "sync", failure: failure)
             }
@@ -104,7 +106,7 @@ struct OperatorTests {
             try await bus.cancel(job: "item-1", service: "sync")
             #expect(await cancelled.value?.reason == .cancelledByOperator)
             let id = try #require(await bus.snapshot().incidents.first?.id)
-            #expect(try await bus.parkedJobs(in: id).map(\.id) == ["item-0", "item-2"])
+            #expect(try await bus.parkedJobs(in: id).map(\.id) == ["item-2", "item-0"])
             await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: "item-1")) {
                 try await bus.cancel(job: "item-1", service: "sync")
             }

@@ -112,8 +112,9 @@ struct ReachabilityTests {
             let resolved = try #require(try await events.next(.incidentResolved).incident)
             #expect(resolved.failures == 2)
             #expect(deliveries.count == 50)
-            // The job that failed mid-release went back to the front of the line.
-            #expect(order.values == Array(0..<50))
+            // The jobs that failed under the incident go last: the one whose failure opened it
+            // and the one that failed mid-release.
+            #expect(order.values == Array(1..<11) + Array(12..<50) + [0, 11])
         }
     }
 

@@ -5,7 +5,9 @@ import DequeModule
 ///
 /// The held keys and the lifecycle mirror the actor's state (written only by the actor, under
 /// the lock); the slots are owned here: each scope's ``ConcurrencyLimit``, the runs waiting for
-/// one of its slots, oldest first, and the pause a server's rate-limit fields asked for.
+/// one of its slots, oldest first, and the pause a server's rate-limit fields asked for. So is
+/// when each service's latest successful run at a scope started: what tells a job that fails
+/// while others succeed (the bus asks it when a job fails again).
 struct Admission: Sendable {
     var held: Set<HoldKey> = []
     private(set) var stopped = false
@@ -17,6 +19,8 @@ struct Admission: Sendable {
         var waiting = Deque<Waiter>()
         /// No slot is given out before this (a server said its quota is spent).
         var pausedUntil: TimelineInstant?
+        /// When the latest successful run of each service started.
+        var latestSuccess: [String: TimelineInstant] = [:]
     }
 
     /// A run waiting for a slot.
@@ -35,6 +39,7 @@ struct Admission: Sendable {
         guard !stopped else { return false }
         guard !held.isEmpty else { return true }
         if held.contains(.scope(job.scope)) || held.contains(.service(job.service)) { return false }
+        if held.contains(.serviceAtScope(service: job.service, scope: job.scope)) { return false }
         if let realm = job.realm, held.contains(.realm(realm)) { return false }
         return true
     }
@@ -68,14 +73,25 @@ struct Admission: Sendable {
 
     /// Gives back a run's slot with what the run came to, and hands free slots to the runs
     /// waiting: the caller resumes them, outside the lock.
-    mutating func release(_ scope: String, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) -> [(Waiter, SlotGrant)] {
-        withScope(scope) { $0.limit.release(outcome, at: now) }
-        return admitWaiting(scope, at: now)
+    mutating func release(_ job: Job, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) -> [(Waiter, SlotGrant)] {
+        withScope(job.scope) { scope in
+            scope.limit.release(outcome, at: now)
+            if case .success(let latency) = outcome { scope.succeeded(job.service, startedAt: now.advanced(by: .zero - latency)) }
+        }
+        return admitWaiting(job.scope, at: now)
     }
 
-    /// Teaches a scope's limit the latency of a run that held no slot (a canary).
-    mutating func calibrate(_ scope: String, with latency: Duration) {
-        withScope(scope) { $0.limit.calibrate(latency) }
+    /// Teaches a scope's limit the latency of a successful run that held no slot (a canary).
+    mutating func calibrate(_ job: Job, with latency: Duration, at now: TimelineInstant) {
+        withScope(job.scope) { scope in
+            scope.limit.calibrate(latency)
+            scope.succeeded(job.service, startedAt: now.advanced(by: .zero - latency))
+        }
+    }
+
+    /// When the latest successful run of `service` at `scope` started; `nil` if none did yet.
+    func latestSuccess(of service: String, at scope: String) -> TimelineInstant? {
+        scopes[scope]?.latestSuccess[service]
     }
 
     /// Hands free slots of a scope to the runs waiting for them, oldest first; a run that
@@ -110,22 +126,32 @@ struct Admission: Sendable {
     }
 
     /// A key is held now: a held scope's limit stops growing, and the runs waiting for its
-    /// slots go to park instead.
+    /// slots that the key holds back go to park instead.
     mutating func hold(_ key: HoldKey) -> [Waiter] {
         held.insert(key)
-        guard case .scope(let scope) = key, scopes[scope] != nil else { return [] }
+        guard let scope = key.scope, scopes[scope] != nil else { return [] }
         return withScope(scope) { slots in
             slots.limit.hold()
-            defer { slots.waiting.removeAll() }
-            return Array(slots.waiting)
+            var turnedAway: [Waiter] = []
+            slots.waiting.removeAll { waiter in
+                guard key.holds(waiter.job) else { return false }
+                turnedAway.append(waiter)
+                return true
+            }
+            return turnedAway
         }
     }
 
-    /// A key is no longer held: a scope's limit starts slow again.
+    /// A key is no longer held: a scope's limit starts slow again once nothing holds it.
     mutating func unhold(_ key: HoldKey) {
         held.remove(key)
-        guard case .scope(let scope) = key, scopes[scope] != nil else { return }
+        guard let scope = key.scope, scopes[scope] != nil, !isHeld(scope) else { return }
         withScope(scope) { $0.limit.resume() }
+    }
+
+    /// Whether some key holds (some of) the scope's jobs back.
+    private func isHeld(_ scope: String) -> Bool {
+        held.contains { $0.scope == scope }
     }
 
     /// The bus stopped: every waiting run goes to ask it, and hears so.
@@ -156,10 +182,17 @@ struct Admission: Sendable {
     private mutating func withScope<Result>(_ name: String, _ body: (inout Scope) -> Result) -> Result {
         if scopes[name] == nil {
             var scope = Scope(limit: ConcurrencyLimit(concurrency))
-            if held.contains(.scope(name)) { scope.limit.hold() }
+            if isHeld(name) { scope.limit.hold() }
             scopes[name] = scope
         }
         return body(&scopes[name]!)
+    }
+}
+
+extension Admission.Scope {
+    mutating func succeeded(_ service: String, startedAt start: TimelineInstant) {
+        if let latest = latestSuccess[service], latest >= start { return }
+        latestSuccess[service] = start
     }
 }
 

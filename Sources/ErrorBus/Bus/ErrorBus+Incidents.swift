@@ -13,7 +13,8 @@ extension ErrorBus {
     func open(
         _ failure: Failure,
         parking command: Command?,
-        policy: IncidentPolicy<TimelineInstant>? = nil
+        policy: IncidentPolicy<TimelineInstant>? = nil,
+        isolation: Bool = false
     ) -> (id: IncidentID, decision: FailureDecision?) {
         let id = IncidentID(rawValue: nextIncidentID)
         nextIncidentID += 1
@@ -22,6 +23,7 @@ extension ErrorBus {
             id: id,
             failure: failure,
             policy: policy ?? IncidentPolicy(for: failure, configuration: configuration, canProbe: probe(for: failure.fingerprint.scope) != nil),
+            isolation: isolation,
             at: now
         )
         incidents[id] = incident
@@ -37,7 +39,7 @@ extension ErrorBus {
         var decision: FailureDecision?
         if let command {
             decision = incident.parks
-                ? park(command, in: incident, atFront: false, failure: failure)
+                ? park(command, in: incident, failed: true, failure: failure)
                 : deadLetter(command, failure, in: incident)
         }
         execute(incident.policy.start(with: failure, at: now, using: &random), for: incident)
@@ -104,13 +106,19 @@ extension ErrorBus {
         let generation = incident.generation
         switch step {
         case .canary:
-            guard !incident.parked.isEmpty else {
+            guard let first = incident.first else {
                 // Nothing waits to be tried: the incident's wait is over.
                 stepFinished(incident, .succeeded)
                 return
             }
-            creditSuccesses()
             let now = clock.now()
+            if incident.isolation, !byOperator, holdingIncident(for: first.job) != nil {
+                // An incident of everyone's holds the job's scope: its own retry waits, and
+                // counts nothing.
+                execute(incident.policy.stepFinished(.failed(reason: "held", retryAfter: nil), at: now, using: &random), for: incident)
+                return
+            }
+            creditSuccesses()
             guard byOperator || !incident.policy.canaryDrawsOnBudget || budget.withdraw(at: now) else {
                 let retryAt = budget.nextToken(after: now)
                 schedule(.canary, at: retryAt, for: incident)
@@ -258,6 +266,7 @@ extension ErrorBus {
         case .reachable:
             stepFinished(incident, .succeeded)
         case .unreachable(let reason):
+            incident.lastCheck = reason
             emit(BusEvent(kind: .probeFailed, incident: incident.snapshot(at: clock.now()), reason: reason))
             stepFinished(incident, .failed(reason: reason, retryAfter: nil))
         case .unsupported:
@@ -293,6 +302,7 @@ extension ErrorBus {
             incident.text = text
             stepFinished(incident, .rejected(reason: "\(text.title): \(text.message)"))
         case .unavailable(let reason):
+            incident.lastCheck = reason
             stepFinished(incident, .failed(reason: reason, retryAfter: nil))
         }
     }
@@ -305,7 +315,7 @@ extension ErrorBus {
         incident.next = nil
         transition(incident, to: .releasing)
         emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
-        if incident.parked.isEmpty {
+        if incident.isEmpty {
             resolve(incident, as: incident.fingerprint.kind == .invalid ? .closed : .recovered)
         } else {
             work.yield(.release(incident.id, generation: incident.generation))
@@ -346,7 +356,7 @@ extension ErrorBus {
                 // Another incident holds this job's scope now: it waits there instead. Taking it
                 // out just made room, so parking it again cannot overflow, and the job's own
                 // limits are not asked again (its expiry, if any, is already awaited).
-                holder.append(command, atFront: false)
+                holder.append(command, failed: false)
                 parkedTotal += 1
                 continue
             }
@@ -360,7 +370,7 @@ extension ErrorBus {
 
     private func releaseFinished(_ id: IncidentID, generation: UInt64) {
         guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else { return }
-        if incident.parked.isEmpty {
+        if incident.isEmpty {
             resolve(incident, as: .recovered)
         } else {
             work.yield(.release(id, generation: generation))

@@ -164,7 +164,7 @@ extension ErrorBus {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
         guard let holder = holdingIncident(for: command.job) else { return .run }
-        switch park(command, in: holder, atFront: false, failure: nil) {
+        switch park(command, in: holder, failed: false, failure: nil) {
         case .parked(let id?): return .parked(id)
         case .stopped(let stopped): return .stopped(stopped)
         case .parked(nil), .retryNow: return .run
@@ -178,6 +178,7 @@ extension ErrorBus {
             holds[key]?.first { $0.id != excluded }
         }
         if let scope = holder(.scope(job.scope)) { return scope }
+        if let service = holder(.serviceAtScope(service: job.service, scope: job.scope)) { return service }
         if let service = holder(.service(job.service)) { return service }
         if let realm = job.realm { return holder(.realm(realm)) }
         return nil
@@ -200,7 +201,7 @@ extension ErrorBus {
                     // takes none: its incident checked it when it took it, and must hear how
                     // its run went.)
                     if command.hasExpired(at: clock.now()) {
-                        releaseSlot(command.job.scope, .other, at: clock.now())
+                        releaseSlot(command.job, .other, at: clock.now())
                         return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
                     }
                 case .cancelled:
@@ -220,9 +221,9 @@ extension ErrorBus {
                 let now = clock.now()
                 let latency = started.duration(to: now)
                 if takesSlot {
-                    releaseSlot(command.job.scope, .success(latency: latency), at: now)
+                    releaseSlot(command.job, .success(latency: latency), at: now)
                 } else {
-                    admission.withLock { $0.calibrate(command.job.scope, with: latency) }
+                    admission.withLock { $0.calibrate(command.job, with: latency, at: now) }
                 }
                 pendingSuccesses.add(1, ordering: .relaxed)
                 return .completed
@@ -230,7 +231,7 @@ extension ErrorBus {
                 let decision = await failed(command, error, context)
                 // Given back once the failure is routed: runs waiting for the slot find the
                 // incident it opened holding the scope, and park.
-                if takesSlot { releaseSlot(command.job.scope, Self.load(signalledBy: error), at: clock.now()) }
+                if takesSlot { releaseSlot(command.job, Self.load(signalledBy: error), at: clock.now()) }
                 switch decision {
                 case .parked(let id): return .parked(id)
                 case .stopped(let stopped): return .stopped(stopped)
@@ -262,9 +263,9 @@ extension ErrorBus {
         }
     }
 
-    /// Gives back a slot, and lets the runs it frees go on.
-    nonisolated func releaseSlot(_ scope: String, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) {
-        let answers = admission.withLock { $0.release(scope, outcome, at: now) }
+    /// Gives back a job's slot of its scope, and lets the runs it frees go on.
+    nonisolated func releaseSlot(_ job: Job, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) {
+        let answers = admission.withLock { $0.release(job, outcome, at: now) }
         for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
     }
 
@@ -293,7 +294,10 @@ extension ErrorBus {
             // After the completion: whoever waits for the canary has its result before a
             // subscriber hears that its incident resolved.
             if case .canary(let id) = context { await canarySucceeded(id) }
-        case .stopped(let stopped): await command.completion(.stopped(stopped))
+        case .stopped(let stopped):
+            await command.completion(.stopped(stopped))
+            // Likewise for a job given up by its own incident.
+            if stopped.reason == .deadLettered, let id = stopped.incident { await gaveUp(id) }
         case .parked: break
         }
     }
@@ -306,6 +310,8 @@ extension ErrorBus {
             switch decision {
             case .retryNow: break
             case .parked(let parkedIn) where parkedIn == id: break
+            // Its own incident gave the job up: resolved once its caller has the outcome.
+            case .stopped where incident.givenUp: break
             case .parked, .stopped: stepFinished(incident, .succeeded)
             }
         }
@@ -379,8 +385,17 @@ extension ErrorBus {
         return .parked(nil)
     }
 
-    /// Joins the failure to its open incident or opens one, and parks the command under it.
+    /// Joins the failure to its open incident or opens one, and parks the command under it; or,
+    /// for a job that fails while others succeed, gives it an incident of its own.
     private func route(_ failure: Failure, _ command: Command, _ context: AttemptContext) -> FailureDecision {
+        var command = command
+        let failedBefore = command.lastFailure
+        command.lastFailure = clock.now()
+        if case .canary(let id) = context, let own = incidents[id], own.isolation, openIncidents[failure.fingerprint] == nil,
+           failure.belonging(to: command.job).fingerprint == own.fingerprint {
+            // (Unless others now fail the same way: then it waits with them.)
+            return failedOnItsOwn(command, failure, in: own)
+        }
         guard let incident = openIncidents[failure.fingerprint] else {
             guard lifecycle != .stopped else {
                 return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown, failure: failure))
@@ -392,23 +407,101 @@ extension ErrorBus {
             join(incident, failure)
             return deadLetter(command, failure, in: incident)
         }
+        if context == .canary(incident.id) || context == .released(incident.id),
+           let failedBefore, failsOnItsOwn(command.job, since: failedBefore, failure) {
+            // Others of its service and scope succeed, it does not: its failure is its own. Its
+            // incident goes on without it (a canary's incident releases the others).
+            return isolate(command, failure)
+        }
         if context == .canary(incident.id) && incident.state == .canary {
             incident.failures &+= 1
             incident.category = failure.category
+            incident.lastCheck = failure.text.message
             emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
-            let decision = park(command, in: incident, atFront: true, failure: failure)
+            let decision = park(command, in: incident, failed: true, failure: failure)
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
             return decision
         }
         if incident.state == .releasing {
             incident.failures &+= 1
             incident.category = failure.category
-            let decision = park(command, in: incident, atFront: context == .released(incident.id), failure: failure)
+            let decision = park(command, in: incident, failed: true, failure: failure)
             releaseInterrupted(incident, by: failure)
             return decision
         }
         join(incident, failure)
-        return park(command, in: incident, atFront: false, failure: failure)
+        return park(command, in: incident, failed: true, failure: failure)
+    }
+
+    /// Whether `job`, which failed at `previous` and again now with `failure`, fails for a reason
+    /// of its own: a run of another job of its service and scope that started after `previous`
+    /// succeeded.
+    private func failsOnItsOwn(_ job: Job, since previous: TimelineInstant, _ failure: Failure) -> Bool {
+        guard configuration.grouping == .byCause, failure.category.kind.isolates else { return false }
+        guard let success = admission.withLock({ $0.latestSuccess(of: job.service, at: job.scope) }) else { return false }
+        return success > previous
+    }
+
+    /// Gives a job that fails while others succeed an incident of its own, which holds back
+    /// nothing and retries it on the isolation's back-off.
+    private func isolate(_ command: Command, _ failure: Failure) -> FailureDecision {
+        var command = command
+        command.ownFailures = 1
+        var own = failure.belonging(to: command.job)
+        let text = failure.text
+        let limit = configuration.isolation.maxAttempts
+        own.explain(OperatorText(
+            title: "Fails on its own",
+            message: "\(command.job.shownName) fails while other \(command.job.service) jobs at \(failure.scope) succeed: \(text.title): \(text.message)",
+            next: limit.map { "It is retried on its own, at most \($0) times in all, then set aside as a dead letter; the other jobs go on." }
+                ?? "It is retried on its own until it succeeds; the other jobs go on."
+        ))
+        if let existing = openIncidents[own.fingerprint] {
+            return failedOnItsOwn(command, failure, in: existing)
+        }
+        let (id, decision) = open(own, parking: limit == 1 ? nil : command, policy: IncidentPolicy(isolating: failure, configuration: configuration), isolation: true)
+        guard limit == 1, let incident = incidents[id] else { return decision! }
+        return giveUp(command, failure, in: incident)
+    }
+
+    /// A job its own incident tried again failed again: parked for the next try, or given up.
+    private func failedOnItsOwn(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
+        var command = command
+        command.ownFailures += 1
+        incident.failures &+= 1
+        incident.category = failure.category
+        incident.lastCheck = failure.text.message
+        if let limit = configuration.isolation.maxAttempts, command.ownFailures >= limit {
+            return giveUp(command, failure, in: incident)
+        }
+        emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
+        let decision = park(command, in: incident, failed: true, failure: failure)
+        if incident.state == .canary {
+            stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
+        }
+        return decision
+    }
+
+    /// Sets aside a job that failed on its own as often as it may; its incident resolves once
+    /// the job's caller has the outcome (``gaveUp(_:)``).
+    private func giveUp(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
+        var given = failure
+        given.explain(OperatorText(
+            title: "Given up",
+            message: "\(command.job.shownName) failed \(IncidentReporter.count(command.ownFailures, "time")) while other \(command.job.service) jobs at \(failure.scope) succeeded; the last time: \(failure.text.title): \(failure.text.message)",
+            next: "It was set aside as a dead letter: retry it once its cause is fixed, or discard it."
+        ))
+        incident.givenUp = true
+        incident.generation &+= 1
+        incident.next = nil
+        return deadLetter(command, given, in: incident)
+    }
+
+    /// Resolves an incident of one job that gave its job up, once the job's caller has the
+    /// outcome.
+    func gaveUp(_ id: IncidentID) {
+        guard let incident = incidents[id], incident.givenUp, incident.isEmpty else { return }
+        resolve(incident, as: .givenUp)
     }
 
     /// Counts a failure into its open incident: no new policy run, no event.
@@ -425,11 +518,12 @@ extension ErrorBus {
         }
     }
 
-    /// Parks a command under an incident, unless parking is full.
+    /// Parks a command under an incident, unless parking is full: among the jobs that failed under
+    /// it when `failed`, otherwise among those that wait behind it.
     func park(
         _ command: Command,
         in incident: IncidentRecord,
-        atFront: Bool,
+        failed: Bool,
         failure: Failure?
     ) -> FailureDecision {
         if command.job.whenHeld == .failFast {
@@ -443,7 +537,7 @@ extension ErrorBus {
             emit(BusEvent(kind: .parkingOverflow, incident: incident.snapshot(at: clock.now()), job: command.job, reason: reason))
             return .stopped(JobStopped(evaluation: .cancel, reason: .parkingFull, failure: failure, incident: incident.id))
         }
-        incident.append(command, atFront: atFront)
+        incident.append(command, failed: failed)
         parkedTotal += 1
         scheduleExpiry(of: command)
         parkedWaiters.resume(parked: parkedTotal)

@@ -86,6 +86,8 @@ extension ErrorBus {
         for incident in incidents.values {
             if let command = incident.remove(where: matches).first {
                 parkedTotal -= 1
+                // The incident of one job has nothing left to retry.
+                if incident.isolation && incident.isEmpty { resolve(incident, as: .discarded) }
                 return (command, incident.id)
             }
         }
@@ -227,8 +229,11 @@ extension ErrorBus {
         }
         for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
             if let service, incident.parkedByService[service] == nil { continue }
-            for command in incident.parked where service == nil || command.job.service == service {
-                held.append(HeldJob(job: command.job, incident: incident.id))
+            for command in incident.waiting where service == nil || command.job.service == service {
+                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation))
+            }
+            for command in incident.failed where service == nil || command.job.service == service {
+                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: true))
             }
         }
         return held
@@ -242,8 +247,11 @@ extension ErrorBus {
             return HeldJob(job: command.job, incident: nil)
         }
         for incident in incidents.values where incident.parkedByService[service] != nil {
-            if let command = incident.parked.first(where: matches) {
-                return HeldJob(job: command.job, incident: incident.id)
+            if let command = incident.waiting.first(where: matches) {
+                return HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation)
+            }
+            if let command = incident.failed.first(where: matches) {
+                return HeldJob(job: command.job, incident: incident.id, hasFailed: true)
             }
         }
         return nil

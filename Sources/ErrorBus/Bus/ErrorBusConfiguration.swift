@@ -15,6 +15,8 @@ public struct ErrorBusConfiguration: Sendable {
     public var release = Release()
     /// The process-wide budget for retries on top of first attempts.
     public var retryBudget = RetryBudget()
+    /// What becomes of a job that fails while others of its service and scope succeed.
+    public var isolation = Isolation()
     /// Which failures make one incident. ``Grouping/byCause`` (the default) is what the bus is
     /// for; ``Grouping/perJob`` is an ablation for benchmarks and diagnosis, not for production.
     public var grouping = Grouping.byCause
@@ -176,6 +178,34 @@ public struct ErrorBusConfiguration: Sendable {
         /// A limit that does not adapt: it starts at `maximum` and never decreases.
         public static func fixed(_ maximum: Int) -> Concurrency {
             Concurrency(maximum: maximum, initial: maximum, decrease: 1)
+        }
+    }
+
+    /// A job that fails while other jobs of its service and scope succeed fails for a reason of
+    /// its own (a file the server refuses, a request that never gets an answer, a `429` for one
+    /// name): it leaves its incident, which releases the others, and becomes an incident of its
+    /// own that holds back nothing else. That incident retries the job on this back-off (a
+    /// `rateLimited` one waits for the server's hint), each retry drawing on the retry budget,
+    /// and sets it aside as a dead letter with its cause once it has failed ``maxAttempts``
+    /// times on its own.
+    ///
+    /// A job is found failing on its own when it fails again under its incident (as a canary or
+    /// released) after a run of another job of its service and scope that started after its last
+    /// failure succeeded. Only `unreachable`, `transient` and `rateLimited` failures are told
+    /// apart this way; the first failure of a job never is (nothing tells yet that the others
+    /// work). While its scope is held by an incident of everyone's, the job's retries wait.
+    public struct Isolation: Sendable, Equatable {
+        /// How many failures on its own a job may have, the one that found it included, before
+        /// it is set aside as a dead letter, 1 or more; `nil`: it is retried until it succeeds or
+        /// an operator acts. Default 5.
+        public var maxAttempts: Int?
+        /// The back-off between its retries (a `rateLimited` job waits for the server's hint).
+        /// Default: up to 2 s, doubling, at most 5 min: five attempts end within 30 s.
+        public var backoff: Backoff
+
+        public init(maxAttempts: Int? = 5, backoff: Backoff = Backoff(base: .seconds(2), factor: 2, cap: .seconds(300))) {
+            self.maxAttempts = maxAttempts.map { max(1, $0) }
+            self.backoff = backoff
         }
     }
 

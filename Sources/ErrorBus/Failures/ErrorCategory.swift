@@ -51,12 +51,23 @@ public enum ErrorCategory: Sendable, Hashable {
         /// `invalid` concerns only the job that carried the bad request, so it holds back nothing.
         var holdsScope: Bool { self != .invalid }
 
+        /// Whether a job that fails this way while others of its service and scope succeed is
+        /// told apart as failing on its own (``ErrorBusConfiguration/Isolation``): a server can
+        /// answer one request badly, but not a realm's sign-in or a local condition.
+        var isolates: Bool {
+            switch self {
+            case .unreachable, .transient, .rateLimited: true
+            case .unauthenticated, .invalid, .fatal: false
+            }
+        }
+
         /// What the scope of a failure of this kind names: the one rule by which a failure's
         /// scope is chosen (``Failure/init(_:job:)``, a classifier's default) and an incident
         /// holds back work.
         public var scopeKind: ScopeKind {
             switch self {
-            case .unreachable, .rateLimited, .transient, .invalid: .host
+            case .unreachable, .invalid: .host
+            case .rateLimited, .transient: .serviceAtHost
             case .unauthenticated: .realm
             case .fatal: .service
             }
@@ -65,9 +76,13 @@ public enum ErrorCategory: Sendable, Hashable {
 
     /// What a failure's scope names.
     public enum ScopeKind: Sendable, Hashable {
-        /// The server the job talks to (``Job/scope``): an outage, a rate limit, a bad answer
-        /// concern every job sent there.
+        /// The server the job talks to (``Job/scope``): a server that cannot be reached holds back
+        /// every job sent there, whatever its service.
         case host
+        /// The server the job talks to, for the jobs of the failing job's service only: a server
+        /// error or a rate limit met by one service's requests (uploads, say) says nothing of
+        /// another service's requests to the same server (resources), which go on.
+        case serviceAtHost
         /// The credentials' realm (``Job/realm``): one sign-in serves every job of the realm.
         case realm
         /// The job's service: a fatal condition pauses the service.

@@ -4,7 +4,7 @@ public struct Failure: Sendable {
     public var category: ErrorCategory {
         didSet {
             if category.kind != fingerprint.kind {
-                fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause, job: fingerprint.job)
+                fingerprint = Self.fingerprint(scope: scope, kind: category.kind, cause: cause, service: service, job: fingerprint.job)
             }
         }
     }
@@ -13,15 +13,21 @@ public struct Failure: Sendable {
     /// Where it applies (see ``Fingerprint/scope``).
     public var scope: String {
         get { fingerprint.scope }
-        set { fingerprint = Fingerprint(scope: newValue, kind: category.kind, cause: cause, job: fingerprint.job) }
+        set { fingerprint = Self.fingerprint(scope: newValue, kind: category.kind, cause: cause, service: service, job: fingerprint.job) }
     }
     /// A short, stable code for what went wrong.
     public var cause: String {
         get { fingerprint.cause }
-        set { fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: newValue, job: fingerprint.job) }
+        set { fingerprint = Self.fingerprint(scope: scope, kind: category.kind, cause: newValue, service: service, job: fingerprint.job) }
     }
     /// The service that met the failure.
-    public var service: String
+    public var service: String {
+        didSet {
+            if service != oldValue {
+                fingerprint = Self.fingerprint(scope: scope, kind: category.kind, cause: cause, service: service, job: fingerprint.job)
+            }
+        }
+    }
     /// The error as it was thrown, for logs.
     public var error: (any Error)?
 
@@ -43,7 +49,7 @@ public struct Failure: Sendable {
         error: (any Error)? = nil
     ) {
         self.category = category
-        self.fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause)
+        self.fingerprint = Self.fingerprint(scope: scope, kind: category.kind, cause: cause, service: service, job: nil)
         self.service = service
         self.error = error
         self.explanation = .fixed(text)
@@ -53,10 +59,12 @@ public struct Failure: Sendable {
     public init(_ error: some CategorizedError, job: Job) {
         let category = error.category
         self.category = category
-        self.fingerprint = Fingerprint(
+        self.fingerprint = Self.fingerprint(
             scope: error.scope ?? job.defaultScope(for: category.kind),
             kind: category.kind,
-            cause: error.cause
+            cause: error.cause,
+            service: job.service,
+            job: nil
         )
         self.service = job.service
         self.error = error
@@ -79,8 +87,14 @@ public struct Failure: Sendable {
     /// (``ErrorBusConfiguration/Grouping/perJob``).
     func belonging(to job: Job) -> Failure {
         var failure = self
-        failure.fingerprint = Fingerprint(scope: scope, kind: category.kind, cause: cause, job: job.description)
+        failure.fingerprint = Self.fingerprint(scope: scope, kind: category.kind, cause: cause, service: service, job: job.description)
         return failure
+    }
+
+    /// The fingerprint of a failure: the service takes part for the kinds that concern one
+    /// service's work at its scope.
+    private static func fingerprint(scope: String, kind: ErrorCategory.Kind, cause: String, service: String, job: String?) -> Fingerprint {
+        Fingerprint(scope: scope, kind: kind, cause: cause, service: kind.scopeKind == .serviceAtHost ? service : nil, job: job)
     }
 
     /// Replaces the operator text, e.g. in a responder that knows better.

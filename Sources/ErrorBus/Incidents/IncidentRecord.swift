@@ -22,12 +22,26 @@ final class IncidentRecord {
     /// dead letters).
     var parks: Bool { fingerprint.kind != .invalid }
 
+    /// Whether it is one job's, which failed while others of its service succeeded: it holds back
+    /// nothing, retries that job on its own back-off, and gives it up after
+    /// ``ErrorBusConfiguration/Isolation/maxAttempts``.
+    let isolation: Bool
+
     var category: ErrorCategory
     var text: OperatorText
     var state: IncidentState
     var policy: IncidentPolicy<TimelineInstant>
     var failures = 1
-    var parked = Deque<Command>()
+    /// What its last step (a canary, a probe, a sign-in) found when it failed: why its cause
+    /// still holds.
+    var lastCheck: String?
+    /// Parked jobs that never failed under it: they merely wait behind it. The first canary
+    /// candidates, and the first released.
+    private(set) var waiting = Deque<Command>()
+    /// Parked jobs that failed under it themselves. A canary is taken from them only when no
+    /// other job waits, and a failed canary goes to their back, so that one job that fails for
+    /// a reason of its own is not every canary; they are released last.
+    private(set) var failed = Deque<Command>()
     var parkedByService: [String: Int] = [:]
     var released = 0
     var deadLettered = 0
@@ -37,11 +51,14 @@ final class IncidentRecord {
     /// recognised and ignored.
     var generation: UInt64 = 0
     var resolution: Resolution?
+    /// An isolation gave its job up as a dead letter: it resolves once the job's caller heard.
+    var givenUp = false
     var closed: TimelineInstant?
     var closedAt: Date?
 
-    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, at now: TimelineInstant) {
+    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, isolation: Bool = false, at now: TimelineInstant) {
         self.id = id
+        self.isolation = isolation
         self.fingerprint = failure.fingerprint
         self.service = failure.service
         self.opened = now
@@ -52,31 +69,52 @@ final class IncidentRecord {
         self.policy = policy
     }
 
-    func append(_ command: Command, atFront: Bool) {
-        if atFront { parked.prepend(command) } else { parked.append(command) }
+    /// How many jobs are parked under it.
+    var parkedCount: Int { waiting.count + failed.count }
+
+    var isEmpty: Bool { waiting.isEmpty && failed.isEmpty }
+
+    /// The job tried or released next.
+    var first: Command? { waiting.first ?? failed.first }
+
+    /// Every parked job, in the order they are tried and released: those that merely wait, then
+    /// those that failed under it.
+    var parked: some Sequence<Command> { [waiting, failed].joined() }
+
+    /// Parks a job: among those that failed under the incident when `failed`, otherwise among
+    /// those that wait behind it.
+    func append(_ command: Command, failed: Bool) {
+        if failed { self.failed.append(command) } else { waiting.append(command) }
         parkedByService[command.job.service, default: 0] += 1
     }
 
+    /// The next job to try or release.
     func popFirst() -> Command? {
-        guard let command = parked.popFirst() else { return nil }
+        guard let command = waiting.popFirst() ?? failed.popFirst() else { return nil }
         didRemove(command)
         return command
     }
 
     func remove(where predicate: (Command) -> Bool) -> [Command] {
-        let removed = Array(parked.filter(predicate))
-        guard !removed.isEmpty else { return [] }
-        parked.removeAll(where: predicate)
+        var removed = Array(waiting.filter(predicate))
+        if !removed.isEmpty { waiting.removeAll(where: predicate) }
+        let removedFailed = Array(failed.filter(predicate))
+        if !removedFailed.isEmpty {
+            failed.removeAll(where: predicate)
+            removed += removedFailed
+        }
         for command in removed { didRemove(command) }
         return removed
     }
 
     func removeAll() -> [Command] {
         let all = Array(parked)
-        parked.removeAll()
+        waiting.removeAll()
+        failed.removeAll()
         parkedByService.removeAll()
         return all
     }
+
 
     private func didRemove(_ command: Command) {
         let service = command.job.service
@@ -96,10 +134,11 @@ final class IncidentRecord {
             text: text,
             state: state,
             failures: failures,
-            parked: parked.count,
+            parked: parkedCount,
             parkedByService: parkedByService,
             released: released,
             deadLettered: deadLettered,
+            lastCheck: lastCheck,
             age: opened.duration(to: closed ?? now),
             openedAt: openedAt,
             closedAt: closedAt,
@@ -109,10 +148,12 @@ final class IncidentRecord {
     }
 }
 
-/// What an open incident holds back: every job of a host, of a realm, or of a service. An
-/// incident of one job (``ErrorBusConfiguration/Grouping/perJob``) holds back nothing else.
+/// What an open incident holds back: every job of a scope (a server), one service's jobs of a
+/// scope, every job of a realm, or of a service. An incident of one job (a job failing on its
+/// own, or ``ErrorBusConfiguration/Grouping/perJob``) holds back nothing else.
 enum HoldKey: Hashable, Sendable {
     case scope(String)
+    case serviceAtScope(service: String, scope: String)
     case realm(String)
     case service(String)
 
@@ -120,8 +161,29 @@ enum HoldKey: Hashable, Sendable {
         guard fingerprint.job == nil, fingerprint.kind.holdsScope else { return nil }
         switch fingerprint.kind.scopeKind {
         case .host: self = .scope(fingerprint.scope)
+        case .serviceAtHost:
+            // A fingerprint made by hand without its service holds the whole scope.
+            self = fingerprint.service.map { .serviceAtScope(service: $0, scope: fingerprint.scope) } ?? .scope(fingerprint.scope)
         case .realm: self = .realm(fingerprint.scope)
         case .service: self = .service(fingerprint.scope)
+        }
+    }
+
+    /// The scope whose concurrency limit the hold freezes, if it holds one.
+    var scope: String? {
+        switch self {
+        case .scope(let scope), .serviceAtScope(_, let scope): scope
+        case .realm, .service: nil
+        }
+    }
+
+    /// Whether it holds back `job`.
+    func holds(_ job: Job) -> Bool {
+        switch self {
+        case .scope(let scope): job.scope == scope
+        case .serviceAtScope(let service, let scope): job.scope == scope && job.service == service
+        case .realm(let realm): job.realm == realm
+        case .service(let service): job.service == service
         }
     }
 }
@@ -147,6 +209,11 @@ struct Command: Sendable {
     let completion: @Sendable (JobOutcome) async -> Void
     /// The state of the job's limits for this submission, for a job with any; `nil` otherwise.
     var limits: Job.LimitsBox? { job.limits }
+    /// When the job last failed, by the bus's clock: a success of another job of its service and
+    /// scope that started later tells that the job fails for a reason of its own.
+    var lastFailure: TimelineInstant?
+    /// Its failures since it was found failing on its own (the one that found it included).
+    var ownFailures = 0
 
     init(
         serial: UInt64,

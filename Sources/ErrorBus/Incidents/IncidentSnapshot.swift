@@ -24,8 +24,12 @@ public struct IncidentSnapshot: Sendable, Identifiable {
     public var parkedByService: [String: Int]
     /// Jobs it has released so far.
     public var released: Int
-    /// Jobs it set aside as dead letters (`invalid` incidents).
+    /// Jobs it set aside as dead letters (`invalid` incidents, and a job given up by an incident
+    /// of its own).
     public var deadLettered: Int
+    /// What its last step (a canary, a probe, a sign-in) found when it failed: why its cause
+    /// still holds (`nil` before any step failed).
+    public var lastCheck: String?
     /// How long it has been open (for a resolved incident: how long it was open), by the bus's
     /// clock.
     public var age: Duration
@@ -99,4 +103,7 @@ public struct Resolution: RawRepresentable, Sendable, Hashable, Codable, CustomS
     /// The process that ran the bus ended while it was open without stopping the bus (a crash,
     /// `kill -9`, a power loss); closed by the next run.
     public static let interrupted = Resolution(rawValue: "interrupted")
+    /// Its job failed on its own as many times as it may and was set aside as a dead letter
+    /// (``ErrorBusConfiguration/Isolation/maxAttempts``).
+    public static let givenUp = Resolution(rawValue: "givenUp")
 }

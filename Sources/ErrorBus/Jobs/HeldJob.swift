@@ -9,9 +9,14 @@ public struct HeldJob: Sendable, Hashable {
     public var job: Job
     /// The incident it is parked under; `nil` while its retry waits for the retry budget.
     public var incident: IncidentID?
+    /// Whether it is held for a failure of its own: it failed under its incident itself, or its
+    /// incident is its own (it fails while others succeed), rather than merely waiting behind
+    /// an incident. What a limit on how much may wait gives up first.
+    public var hasFailed: Bool
 
-    public init(job: Job, incident: IncidentID?) {
+    public init(job: Job, incident: IncidentID?, hasFailed: Bool = false) {
         self.job = job
         self.incident = incident
+        self.hasFailed = hasFailed
     }
 }

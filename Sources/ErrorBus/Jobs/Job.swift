@@ -14,6 +14,9 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
     public var scope: String
     /// The authentication realm whose credentials the job uses, if any.
     public var realm: String?
+    /// What people call the job (a file's name, a resource's), for the texts that tell of it;
+    /// `nil`: its ``description``.
+    public var name: String?
     /// How long the bus may take to get the job done, counted on the bus's clock from
     /// ``ErrorBus/perform(_:operation:)`` or ``ErrorBus/submit(_:operation:completion:)``: a job
     /// still held then (parked, or waiting for the retry budget) ends with
@@ -102,6 +105,7 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
         service: String,
         scope: String,
         realm: String? = nil,
+        name: String? = nil,
         expiresAfter: Duration? = nil,
         maxAttempts: Int? = nil,
         whenHeld: WhenHeld = .park
@@ -110,6 +114,7 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
         self.service = service
         self.scope = scope
         self.realm = realm
+        self.name = name
         if expiresAfter != nil || maxAttempts != nil || whenHeld != .park {
             self.expiresAfter = expiresAfter
             self.maxAttempts = maxAttempts
@@ -119,10 +124,13 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     public var description: String { "\(service)/\(id)" }
 
+    /// The job as a text tells of it: its ``name``, or its ``description``.
+    var shownName: String { name ?? description }
+
     /// The scope a failure of this kind applies to when its error names none.
     func defaultScope(for kind: ErrorCategory.Kind) -> String {
         switch kind.scopeKind {
-        case .host: scope
+        case .host, .serviceAtHost: scope
         case .realm: realm ?? scope
         case .service: service
         }

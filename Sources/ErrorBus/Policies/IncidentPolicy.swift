@@ -32,6 +32,17 @@ package enum IncidentPolicy<Instant: InstantProtocol>: Equatable where Instant.D
         }
     }
 
+    /// The policy of one job that fails on its own (``ErrorBusConfiguration/Isolation``): the
+    /// isolation's back-off between its retries, or the server's hint for a rate limit.
+    package init(isolating failure: Failure, configuration: ErrorBusConfiguration) {
+        switch failure.category {
+        case .rateLimited:
+            self = .rateLimited(RateLimitPolicy(configuration.rateLimit, backoff: configuration.isolation.backoff))
+        default:
+            self = .transient(TransientPolicy(configuration.isolation.backoff))
+        }
+    }
+
     /// The incident just opened with `failure`.
     package mutating func start(
         with failure: Failure,
