@@ -266,6 +266,9 @@ extension Control {
         public var released: Int
         /// Jobs it set aside as dead letters.
         public var deadLettered: Int
+        /// What its last check (a probe, a trial upload, a sign-in) found when it failed: why its
+        /// cause still holds.
+        public var lastCheck: String?
         /// When it opened.
         public var openedAt: String
         /// The policy's next step: `canary`, `probe`, `reauthenticate` or `close`.
@@ -280,7 +283,7 @@ extension Control {
         public init(
             id: Int, service: String, category: Category, scope: String, cause: String, state: String,
             title: String, message: String, next: String?, failures: Int, parked: Int, released: Int,
-            deadLettered: Int, openedAt: String, nextAction: String?, nextActionAt: String?,
+            deadLettered: Int, lastCheck: String? = nil, openedAt: String, nextAction: String?, nextActionAt: String?,
             resolution: String?, closedAt: String?
         ) {
             self.id = id
@@ -296,6 +299,7 @@ extension Control {
             self.parked = parked
             self.released = released
             self.deadLettered = deadLettered
+            self.lastCheck = lastCheck
             self.openedAt = openedAt
             self.nextAction = nextAction
             self.nextActionAt = nextActionAt

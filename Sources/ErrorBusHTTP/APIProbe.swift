@@ -7,11 +7,11 @@ import NIOHTTP1
 /// Tells the ``ErrorBus`` whether the API answers again, and whether a paused service's local
 /// condition has cleared.
 ///
-/// - Network scopes (`unreachable`, `transient`, `rateLimited`; the scope is a host): the API's
-///   host is probed with `GET` on the probe URL. Exactly `204` is reachable. A redirect, a `200`
+/// - Network scopes (`unreachable`, `transient`, `rateLimited`; the scope is an origin): the
+///   API's origin is probed with `GET` on the probe URL. Exactly `204` is reachable. A redirect, a `200`
 ///   page or any other answer is something else answering in the API's place (a captive portal,
 ///   a proxy, a maintenance page) and is reported as unreachable with the reason in plain words.
-///   Hosts other than the API's are `.unsupported`: only the API's health endpoint is known.
+///   Origins other than the API's are `.unsupported`: only the API's health endpoint is known.
 /// - `fatal` scopes (the scope is a service, e.g. `sync`): the local check registered for that
 ///   service answers (a disk-space or permission check); `.unsupported` without one, so only an
 ///   operator resumes the service.
@@ -24,7 +24,7 @@ import NIOHTTP1
 package struct APIProbe: ReachabilityProbe {
     /// Where and how to probe.
     package struct Configuration: Sendable, Hashable {
-        /// The API's base URL, e.g. `https://api.example.net`; its host is the scope probed.
+        /// The API's base URL, e.g. `https://api.example.net`; its origin is the scope probed.
         package var baseURL: String
         /// The probe's path under the base URL, or an absolute `http(s)://` URL.
         package var probePath: String
@@ -45,8 +45,8 @@ package struct APIProbe: ReachabilityProbe {
             return String(base) + (probePath.hasPrefix("/") ? probePath : "/" + probePath)
         }
 
-        /// The host network failures of the API are scoped by (``HTTPFailure/host``).
-        package var apiHost: String { RequestTarget(url: baseURL).host }
+        /// The scope network failures of the API are grouped by (``HTTPFailure/origin``).
+        package var apiOrigin: String { RequestTarget(url: baseURL).origin }
     }
 
     /// Checks a local condition for a service's `fatal` incident.
@@ -72,7 +72,7 @@ package struct APIProbe: ReachabilityProbe {
     package func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
         switch kind {
         case .unreachable, .transient, .rateLimited:
-            guard scope.lowercased() == configuration.apiHost else { return .unsupported }
+            guard scope == configuration.apiOrigin else { return .unsupported }
             return await probeAPI()
         case .fatal:
             guard let check = localChecks[scope] else { return .unsupported }

@@ -20,8 +20,11 @@ package struct HTTPFailure: CategorizedError, Sendable {
     package var category: ErrorCategory
     /// A short, stable code for what went wrong, e.g. `"connectionRefused"` or `"http503"`.
     package var cause: String
-    /// The request's host, lowercased, without port: what network failures are grouped by.
+    /// The request's host, lowercased, without port.
     package var host: String
+    /// The request's origin (scheme, host and port, ``RequestTarget/origin``): what network
+    /// failures are grouped by.
+    package var origin: String
     /// The request method, e.g. `"PUT"`.
     package var method: String
     /// The request URL.
@@ -39,14 +42,17 @@ package struct HTTPFailure: CategorizedError, Sendable {
 
     /// The scope the bus groups this failure by.
     ///
-    /// The request's ``host`` for the network categories (`unreachable`, `transient`,
-    /// `rateLimited`) and `invalid`, so ten thousand uploads failing against one host are one
-    /// incident. `nil` for `unauthenticated` (the bus then uses the job's auth realm: the single
+    /// The request's ``origin`` for the network categories (`unreachable`, `transient`,
+    /// `rateLimited`) and `invalid`, so ten thousand uploads failing against one server are one
+    /// incident (and a server on another port of the same host is another scope). `nil` for `unauthenticated` (the bus then uses the job's auth realm: the single
     /// re-authentication is per realm, not per host) and for `fatal` (the job's service: a local
     /// misconfiguration pauses the service, whatever host it talks to).
     package var scope: String? {
         // The host for the kinds whose scope is one; the bus takes the job's realm or service.
-        category.kind.scopeKind == .host ? host : nil
+        switch category.kind.scopeKind {
+        case .host, .serviceAtHost: origin
+        case .realm, .service: nil
+        }
     }
 
     /// A failure with every field given; the classification entry points are usually what you
@@ -66,7 +72,9 @@ package struct HTTPFailure: CategorizedError, Sendable {
         self.cause = cause
         self.method = method
         self.url = url
-        self.host = RequestTarget(url: url).host
+        let target = RequestTarget(url: url)
+        self.host = target.host
+        self.origin = target.origin
         self.operatorText = text
         self.status = status
         self.retryAfter = retryAfter

@@ -1,4 +1,4 @@
-/// The parts of a request URL that failure messages and scopes need: host, port, path.
+/// The parts of a request URL that failure messages and scopes need: origin, host, port, path.
 ///
 /// A small parser of `scheme://[userinfo@]host[:port][/path][?query][#fragment]` (RFC 3986 §3)
 /// rather than Foundation's `URL`, so classification stays cheap and never fails: whatever the
@@ -47,5 +47,15 @@ package struct RequestTarget: Sendable, Hashable {
     var authority: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return port.map { "\(shownHost):\($0)" } ?? shownHost
+    }
+
+    /// The origin (RFC 6454 §6.2: scheme, host and port, the scheme's default port left out),
+    /// e.g. `https://api.example.net` or `http://127.0.0.1:8080`: what fails together, and so the
+    /// scope requests to this URL run under on the bus. Two ports of one host are two servers.
+    package var origin: String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let isDefault = (scheme == "https" && port == 443) || (scheme == "http" && port == 80)
+        let hostAndPort = isDefault ? shownHost : port.map { "\(shownHost):\($0)" } ?? shownHost
+        return scheme.isEmpty ? hostAndPort : "\(scheme)://\(hostAndPort)"
     }
 }

@@ -227,19 +227,21 @@ extension JobStore {
         WHERE id = :id AND state != 'delivered'
         """
 
-    /// Sets a rejected job aside until an operator retries or discards it; counts as a failed
-    /// attempt. Returns whether it was queued or in flight.
+    /// Sets a job aside until an operator retries or discards it. `attempts`: the uploads the
+    /// outcome counts (one for a rejected upload; none for a job set aside before it was sent,
+    /// which the dead letters' retention never gives up). Returns whether it was queued or in
+    /// flight.
     @discardableResult
-    package func markDeadLettered(_ id: String, reason: String, incident: UInt64?) throws(StoreError) -> Bool {
+    package func markDeadLettered(_ id: String, reason: String, incident: UInt64?, attempts: Int = 1) throws(StoreError) -> Bool {
         try update(
             [id],
             "dead-lettering job \(id)",
             sql: """
                 UPDATE job SET state = 'deadLettered', reason = :reason, incident = :incident,
-                    attempts = attempts + 1, updatedAt = :now
+                    attempts = attempts + :attempts, updatedAt = :now
                 WHERE id = :id AND state IN ('queued', 'inFlight')
                 """,
-            ["reason": reason, "incident": incident]
+            ["reason": reason, "incident": incident, "attempts": attempts]
         ) == 1
     }
 

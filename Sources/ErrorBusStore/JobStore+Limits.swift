@@ -91,6 +91,10 @@ extension JobStore {
     /// index from the oldest (`INDEXED BY`: without statistics SQLite took the `job_state` index
     /// and sorted every dead letter, 60 ms at 100,000 for one pruned): they become `discarded` with the reason,
     /// and are returned so that their files can be removed.
+    ///
+    /// Only dead letters that were sent at least once (`attempts` above 0) are given up: one set
+    /// aside for room before it was ever tried is good work that waited behind bad work, and
+    /// stays until an operator retries or discards it. It still counts towards `maxCount`.
     package func pruneDeadLetters(keeping maxCount: Int, before date: Date?) throws(StoreError) -> DeadLetterPrune {
         let now = Date.storeNow()
         let prune = try write("pruning dead letters") { db in
@@ -109,7 +113,7 @@ extension JobStore {
             if let date {
                 let rows = try Row.fetchAll(
                     db,
-                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND updatedAt < ? ORDER BY updatedAt",
+                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND attempts > 0 AND updatedAt < ? ORDER BY updatedAt",
                     arguments: [date.storeMilliseconds]
                 )
                 prune.tooOld = try give(rows, reason: "pruned: a dead letter for longer than sync.dead-letters.max-age")
@@ -118,7 +122,7 @@ extension JobStore {
             if count > maxCount {
                 let rows = try Row.fetchAll(
                     db,
-                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' ORDER BY updatedAt LIMIT ?",
+                    sql: "SELECT * FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND attempts > 0 ORDER BY updatedAt LIMIT ?",
                     arguments: [count - maxCount]
                 )
                 prune.overCount = try give(rows, reason: "pruned: more than sync.dead-letters.max-count (\(maxCount)) dead letters")

@@ -16,8 +16,9 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     package var path: String
     package var size: Int64
     package var state: JobState
-    /// Uploads tried that the store recorded: each ``JobStore/markQueued(_:lastError:)``,
-    /// ``JobStore/markDeadLettered(_:reason:incident:)`` and the delivery count one. (A failure
+    /// Uploads tried that the store recorded: each ``JobStore/markQueued(_:lastError:)`` and
+    /// the delivery count one, ``JobStore/markDeadLettered(_:reason:incident:attempts:)`` the
+    /// uploads its submission made (none for a job set aside before it was sent). (A failure
     /// that parked the job is its incident's to count.)
     package var attempts: Int
     /// What the last failed attempt met, for operators.

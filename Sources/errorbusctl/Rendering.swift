@@ -145,6 +145,7 @@ extension Output {
         ]
         if incident.isOpen {
             rows.append(("Next step", nextStep(incident)))
+            if let check = incident.lastCheck { rows.append(("Last check", check)) }
         } else {
             rows.append(("Resolution", incident.resolution ?? "-"))
             rows.append(("Closed", incident.closedAt.map { "\($0) (\(relative($0)))" } ?? "-"))

@@ -64,7 +64,10 @@ class Nginx:
     missing."""
     USER, PASSWORD = "errorbus", "bench-password"
 
-    def __init__(self, work):
+    def __init__(self, work, locations="", access_log=False):
+        """`locations`: more nginx `location` blocks for the server, with `{dav}` for the WebDAV
+        location's path prefix (`/dav`); `access_log`: log each request (method, URI, status) to
+        `access.log` in the server's directory."""
         subprocess.run(["bash", "-c", "source scripts/lib/prerequisites.sh && require_debian_packages nginx-light openssl"], cwd=ROOT, check=True)
         import socket
         with socket.socket() as s:
@@ -85,7 +88,8 @@ pid %s/nginx.pid;
 error_log stderr notice;
 events { worker_connections 1024; }
 http {
-    access_log off;
+    log_format errorbus '$msec $request_method $uri $status';
+    access_log %s;
     client_body_temp_path %s/tmp;
     client_max_body_size 0;
     keepalive_requests 1000000;
@@ -99,9 +103,11 @@ http {
             auth_basic "errorbus";
             auth_basic_user_file %s/htpasswd;
         }
+%s
     }
 }
-''' % ("user root root;" if os.geteuid() == 0 else "", d, d, port, d, d))
+''' % ("user root root;" if os.geteuid() == 0 else "", d,
+       (d + "/access.log errorbus") if access_log else "off", d, port, d, d, locations.replace("{dav}", "/dav")))
         self.process = subprocess.Popen(["nginx", "-e", "stderr", "-p", d, "-c", d + "/nginx.conf"], stderr=subprocess.PIPE, text=True)
         for line in self.process.stderr:
             if "start worker process " in line:
@@ -153,7 +159,10 @@ def tree_of(bin_dir):
 
 
 class Daemon:
-    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None):
+    def __init__(self, bin_dir, work, sandbox, concurrency=16, level="notice", extra_environment=None, keep_log=False):
+        """`keep_log`: keep each log line after the ready one, with the (monotonic) time it came,
+        in `lines`."""
+        self.lines = []
         self.outbox, self.state = os.path.join(work, "outbox"), os.path.join(work, "state")
         credentials = os.path.join(work, "credentials")
         for directory in (self.outbox, self.state, credentials, os.path.join(work, "resources")):
@@ -183,7 +192,13 @@ class Daemon:
         else:
             sys.exit("errorbusd exited before it was ready (status %s)" % self.process.wait())
         # Keep reading stderr so the daemon never blocks on a full pipe.
-        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
+        keep = (lambda line: self.lines.append((time.monotonic(), line))) if keep_log else (lambda line: None)
+        threading.Thread(target=lambda: [keep(line) for line in self.process.stderr], daemon=True).start()
+
+    def first(self, pattern, since=0):
+        """When the first kept line at or after `since` matching `pattern` (a compiled regular
+        expression) came; None if none did."""
+        return next((at for at, line in list(self.lines) if at >= since and pattern.search(line)), None)
 
     def rss_kib(self, field="VmRSS"):
         for line in open("/proc/%d/status" % self.process.pid):

@@ -120,6 +120,14 @@ extension ErrorBus {
         /// A retry a responder asked for.
         case retry
 
+        /// The incident that runs it (as its canary or released), if any.
+        var incident: IncidentID? {
+            switch self {
+            case .canary(let id), .released(let id): id
+            case .first, .retry: nil
+            }
+        }
+
         /// The context of a run that a `retry` evaluation repeats at once.
         var retried: AttemptContext {
             if case .first = self { .retry } else { self }
@@ -391,12 +399,19 @@ extension ErrorBus {
         var command = command
         let failedBefore = command.lastFailure
         command.lastFailure = clock.now()
-        if case .canary(let id) = context, let own = incidents[id], own.isolation, openIncidents[failure.fingerprint] == nil,
-           failure.belonging(to: command.job).fingerprint == own.fingerprint {
-            // (Unless others now fail the same way: then it waits with them.)
-            return failedOnItsOwn(command, failure, in: own)
+        let existing = openIncidents[failure.fingerprint]
+        if let retriedBy = context.incident, let retrying = incidents[retriedBy], existing == nil || existing === retrying,
+           failure.category.kind == retrying.fingerprint.kind, failure.category.kind.isolates, configuration.grouping == .byCause {
+            // Its own incident tried it again: it failed again the same way, whatever the cause
+            // this time (a request that never gets an answer times out one way or another),
+            // unless others now fail so too (then it waits with them, below).
+            if retrying.isolation { return failedOnItsOwn(command, failure, in: retrying) }
+            // An incident tried it again after others of its service and scope succeeded: its
+            // failure is its own. The incident goes on without it (a canary's incident releases
+            // the others).
+            if let failedBefore, othersSucceeded(command.job, since: failedBefore) { return isolate(command, failure) }
         }
-        guard let incident = openIncidents[failure.fingerprint] else {
+        guard let incident = existing else {
             guard lifecycle != .stopped else {
                 return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown, failure: failure))
             }
@@ -406,12 +421,6 @@ extension ErrorBus {
         if !incident.parks {
             join(incident, failure)
             return deadLetter(command, failure, in: incident)
-        }
-        if context == .canary(incident.id) || context == .released(incident.id),
-           let failedBefore, failsOnItsOwn(command.job, since: failedBefore, failure) {
-            // Others of its service and scope succeed, it does not: its failure is its own. Its
-            // incident goes on without it (a canary's incident releases the others).
-            return isolate(command, failure)
         }
         if context == .canary(incident.id) && incident.state == .canary {
             incident.failures &+= 1
@@ -433,11 +442,9 @@ extension ErrorBus {
         return park(command, in: incident, failed: true, failure: failure)
     }
 
-    /// Whether `job`, which failed at `previous` and again now with `failure`, fails for a reason
-    /// of its own: a run of another job of its service and scope that started after `previous`
-    /// succeeded.
-    private func failsOnItsOwn(_ job: Job, since previous: TimelineInstant, _ failure: Failure) -> Bool {
-        guard configuration.grouping == .byCause, failure.category.kind.isolates else { return false }
+    /// Whether a run of another job of `job`'s service and scope that started after `previous`
+    /// (when `job` last failed) succeeded.
+    private func othersSucceeded(_ job: Job, since previous: TimelineInstant) -> Bool {
         guard let success = admission.withLock({ $0.latestSuccess(of: job.service, at: job.scope) }) else { return false }
         return success > previous
     }
@@ -456,8 +463,8 @@ extension ErrorBus {
             next: limit.map { "It is retried on its own, at most \($0) times in all, then set aside as a dead letter; the other jobs go on." }
                 ?? "It is retried on its own until it succeeds; the other jobs go on."
         ))
-        if let existing = openIncidents[own.fingerprint] {
-            return failedOnItsOwn(command, failure, in: existing)
+        if let already = openIncidents[own.fingerprint] {
+            return failedOnItsOwn(command, failure, in: already)
         }
         let (id, decision) = open(own, parking: limit == 1 ? nil : command, policy: IncidentPolicy(isolating: failure, configuration: configuration), isolation: true)
         guard limit == 1, let incident = incidents[id] else { return decision! }

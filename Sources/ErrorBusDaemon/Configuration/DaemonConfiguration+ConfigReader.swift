@@ -35,7 +35,10 @@ extension DaemonConfiguration {
             auth: try Auth(settings),
             sync: try Sync(settings),
             loader: try Loader(settings),
-            state: State(directory: try settings.optionalAbsolutePath("state.directory") ?? systemd.state ?? State().directory),
+            state: State(
+                directory: try settings.optionalAbsolutePath("state.directory") ?? systemd.state ?? State().directory,
+                minFreeSpace: try settings.byteSize("state.min-free-space", default: State().minFreeSpace, .atLeast(0))
+            ),
             shutdown: Shutdown(drainTimeout: try settings.duration("shutdown.drain-timeout", default: .seconds(10), .atLeast(.zero))),
             log: Log(level: try settings.choice("log.level", default: .info, Self.logLevels)),
             control: try Control(settings, runtimeDirectory: systemd.runtime),
@@ -124,6 +127,13 @@ extension DaemonConfiguration {
         )
         // Below one token the bucket could never pay for a retry.
         bus.retryBudget.capacity = try settings.double("bus.retry-budget.capacity", default: budget.capacity, .atLeast(1))
+
+        let isolation = bus.isolation
+        bus.isolation.maxAttempts = try settings.optionalInt("bus.isolation.max-attempts", default: isolation.maxAttempts, .atLeast(1))
+        bus.isolation.backoff.base = try settings.duration("bus.isolation.backoff.base", default: isolation.backoff.base, positive)
+        bus.isolation.backoff.factor = try settings.double("bus.isolation.backoff.factor", default: isolation.backoff.factor, .between(1, 100))
+        bus.isolation.backoff.cap = try settings.duration("bus.isolation.backoff.cap", default: isolation.backoff.cap, positive)
+        try ordered(settings, "bus.isolation.backoff.base", bus.isolation.backoff.base, "bus.isolation.backoff.cap", bus.isolation.backoff.cap)
 
         bus.maxParkedJobs = try settings.int("bus.max-parked-jobs", default: bus.maxParkedJobs, .atLeast(1))
         bus.deadLetterGroupingWindow = try settings.duration(
@@ -334,7 +344,8 @@ extension DaemonConfiguration.Health {
             parked: try counts("parked", defaults.parked),
             deadLetters: try counts("dead-letters", defaults.deadLetters),
             incidentAge: try durations("incident-age", defaults.incidentAge),
-            freeSpace: freeSpace
+            freeSpace: freeSpace,
+            notDelivering: try durations("not-delivering", defaults.notDelivering)
         )
     }
 }

@@ -28,19 +28,25 @@ extension DaemonConfiguration {
         /// `health.free-space.*`: the free space left for the state directory (the store), at or
         /// *below* a level. Default 1 GiB, 100 MiB.
         package var freeSpace: Levels<Int64>
+        /// `health.not-delivering.*`: how long work has waited while nothing was delivered (since
+        /// the last delivery, the oldest waiting job's arrival or the start, whichever is latest).
+        /// Default 1 min, 15 min.
+        package var notDelivering: Levels<Duration>
 
         package init(
             oldestJob: Levels<Duration> = Levels(warning: .seconds(15 * 60), critical: .seconds(3_600)),
             parked: Levels<Int> = Levels(warning: 1_000, critical: 10_000),
             deadLetters: Levels<Int> = Levels(warning: 1, critical: 100),
             incidentAge: Levels<Duration> = Levels(warning: .seconds(10 * 60), critical: .seconds(3_600)),
-            freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20)
+            freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20),
+            notDelivering: Levels<Duration> = Levels(warning: .seconds(60), critical: .seconds(15 * 60))
         ) {
             self.oldestJob = oldestJob
             self.parked = parked
             self.deadLetters = deadLetters
             self.incidentAge = incidentAge
             self.freeSpace = freeSpace
+            self.notDelivering = notDelivering
         }
     }
 

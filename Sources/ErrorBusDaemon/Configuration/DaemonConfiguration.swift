@@ -88,8 +88,10 @@ extension ErrorBusConfiguration {
         backoff == other.backoff
             && rateLimit == other.rateLimit
             && reachability == other.reachability
+            && concurrency == other.concurrency
             && release == other.release
             && retryBudget == other.retryBudget
+            && isolation == other.isolation
             && maxParkedJobs == other.maxParkedJobs
             && deadLetterGroupingWindow == other.deadLetterGroupingWindow
             && eventBufferSize == other.eventBufferSize

@@ -20,11 +20,11 @@ enum ControlTime {
 extension Control.Incident {
     /// An incident as the bus holds it now, with its next step.
     init(_ incident: IncidentSnapshot, now: Date) {
-        self.init(StoredIncident(incident, updatedAt: now), next: incident.next, now: now)
+        self.init(StoredIncident(incident, updatedAt: now), next: incident.next, lastCheck: incident.lastCheck, now: now)
     }
 
-    /// An incident from the store's history, or (with `next`) as the bus holds it.
-    init(_ incident: StoredIncident, next: IncidentSnapshot.ScheduledStep? = nil, now: Date = Date()) {
+    /// An incident from the store's history, or (with `next` and `lastCheck`) as the bus holds it.
+    init(_ incident: StoredIncident, next: IncidentSnapshot.ScheduledStep? = nil, lastCheck: String? = nil, now: Date = Date()) {
         self.init(
             id: Int(incident.id),
             service: incident.service,
@@ -39,6 +39,7 @@ extension Control.Incident {
             parked: incident.parked,
             released: incident.released,
             deadLettered: incident.deadLettered,
+            lastCheck: lastCheck,
             openedAt: ControlTime.format(incident.openedAt),
             nextAction: next?.step.rawValue,
             nextActionAt: next.map { ControlTime.format(now, plus: $0.delay) },

@@ -148,8 +148,10 @@ struct ControlService: Sendable {
         for name in Self.services {
             let counts = pending[name] ?? JobCounts()
             let holding = snapshot.incidents.filter { $0.service == name || ($0.parkedByService[name] ?? 0) > 0 }
+            // Its own latest open incident, else the oldest that holds its work (another service's
+            // outage of the same server, say): what keeps it from delivering.
             let lastError: Control.LastError? =
-                if let open = holding.filter({ $0.service == name }).max(by: { $0.id < $1.id }) {
+                if let open = holding.filter({ $0.service == name }).max(by: { $0.id < $1.id }) ?? holding.min(by: { $0.id < $1.id }) {
                     Control.LastError(
                         incident: Int(open.id.rawValue),
                         title: open.text.title,

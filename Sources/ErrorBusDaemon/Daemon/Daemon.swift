@@ -106,7 +106,8 @@ package struct Daemon: Sendable {
                 bus: bus,
                 stateDirectory: configuration.state.directory,
                 overflow: sync.overflow,
-                deadLetters: sync.deadLetterWindow
+                deadLetters: sync.deadLetterWindow,
+                progress: sync.progress
             )
             let reload = ReloadService(
                 file: configurationFile,
@@ -251,17 +252,20 @@ package struct Daemon: Sendable {
         return http
     }
 
-    /// The condition a paused (`fatal`) sync waits for: the state directory writable with room to
-    /// spare, the outbox readable.
+    /// The condition a paused (`fatal`) sync waits for: the state directory writable with
+    /// `state.min-free-space` free, the outbox readable.
     static func localCheck(_ configuration: DaemonConfiguration) -> @Sendable () async -> ProbeResult {
         let state = configuration.state.directory
+        let minimum = configuration.state.minFreeSpace
         let outbox = configuration.sync.outbox
         return {
             do throws(SystemCallError) {
                 let info = try SystemCall.statvfs(state)
-                let free = UInt64(info.f_bavail) * UInt64(info.f_frsize)
-                guard free >= 16 * 1024 * 1024 else {
-                    return .unreachable(reason: "\(state) has only \(free / 1024) KiB free")
+                let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+                guard free >= minimum else {
+                    return .unreachable(
+                        reason: "\(state) has \(ByteCountText.format(Int(free))) free, less than state.min-free-space (\(ByteSizeFormat.format(minimum)))"
+                    )
                 }
             } catch {
                 return .unreachable(reason: "cannot examine \(state): \(error)")

@@ -38,14 +38,15 @@ extension SyncService.Settings {
             rescanInterval: sync.rescanInterval,
             settleTime: sync.settleTime,
             upload: api.uploadContract,
-            host: api.uploadHost,
+            scope: api.uploadOrigin,
             realm: api.realm,
             requestTimeout: api.requestTimeout,
             classify: api.classify,
             maxAge: sync.maxAge,
             backlog: sync.backlog,
             deadLetters: sync.deadLetters,
-            deliveredRetention: sync.deliveredRetention
+            deliveredRetention: sync.deliveredRetention,
+            minFreeSpace: configuration.state.minFreeSpace
         )
     }
 }
@@ -77,11 +78,12 @@ extension DaemonConfiguration.API {
         return contract
     }
 
-    /// The host uploads go to: the base URL's, unless the upload URL names another.
-    package var uploadHost: String {
-        guard !upload.url.isPath else { return host }
+    /// The origin uploads go to (their scope on the bus): the base URL's, unless the upload URL
+    /// names another.
+    package var uploadOrigin: String {
+        guard !upload.url.isPath else { return RequestTarget(url: baseURL).origin }
         let sample = upload.url.render(UploadItem(sha256: "", name: "", size: 0))
-        return RequestTarget(url: sample).host
+        return RequestTarget(url: sample).origin
     }
 }
 

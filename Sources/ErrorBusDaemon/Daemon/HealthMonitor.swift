@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// Measures what an administrator's monitoring asks: how long the oldest job has waited, how
 /// many jobs incidents hold, how many dead letters the last hour made, how long the oldest open
-/// incident has been open, and the free space left for the store. Each is asked of its owner
-/// (the store, the bus, the file system) when a verdict is wanted; nothing is mirrored here.
+/// incident has been open, the free space left for the store, and how long work has waited while
+/// nothing was delivered. Each is asked of its owner (the store, the bus, the file system,
+/// sync) when a verdict is wanted; nothing is mirrored here.
 final class HealthMonitor: Sendable {
     private let store: JobStore
     private let bus: ErrorBus
@@ -21,6 +22,8 @@ final class HealthMonitor: Sendable {
     private let overflow: BacklogOverflow
     /// The dead letters set aside in the last hour, those since given up included.
     private let deadLetters: DeadLetterWindow
+    /// The last delivery.
+    private let progress: DeliveryProgress
 
     init(
         levels: DaemonConfiguration.Health,
@@ -28,7 +31,8 @@ final class HealthMonitor: Sendable {
         bus: ErrorBus,
         stateDirectory: String,
         overflow: BacklogOverflow,
-        deadLetters: DeadLetterWindow
+        deadLetters: DeadLetterWindow,
+        progress: DeliveryProgress
     ) {
         self.levels = Mutex(levels)
         self.store = store
@@ -36,6 +40,7 @@ final class HealthMonitor: Sendable {
         self.stateDirectory = stateDirectory
         self.overflow = overflow
         self.deadLetters = deadLetters
+        self.progress = progress
     }
 
     /// New thresholds (a reload).
@@ -53,6 +58,11 @@ final class HealthMonitor: Sendable {
         var oldestIncident: Duration?
         /// Bytes free for the state directory; `nil` when it cannot be examined.
         var freeSpace: Int64?
+        /// How long work has waited while nothing was delivered: since the last delivery (or the
+        /// start), or since the oldest waiting job arrived if later; `nil` when nothing waits.
+        var notDelivering: Duration?
+        /// How many jobs wait for delivery (files left in the outbox for room included).
+        var waiting = 0
     }
 
     /// The verdict now. A measure the store cannot give is a critical check of its own: a store
@@ -62,8 +72,14 @@ final class HealthMonitor: Sendable {
         var measures = Measures(parked: snapshot.parkedJobs, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         do {
             // The oldest job queued, or the oldest file left in the outbox for room, if older.
-            let arrivals = [try store.backlog().oldest, overflow.oldestWaitingForRoom].compactMap { $0 }
+            let backlog = try store.backlog()
+            let arrivals = [backlog.oldest, overflow.oldestWaitingForRoom].compactMap { $0 }
             measures.oldestJob = arrivals.min().map { Duration.seconds(max(0, now.timeIntervalSince($0))) }
+            measures.waiting = backlog.jobs + overflow.waitingForRoom
+            if let oldest = arrivals.min() {
+                let since = max(progress.lastDelivery, oldest)
+                measures.notDelivering = Duration.seconds(max(0, now.timeIntervalSince(since)))
+            }
             // Those sync set aside since it started, or those the store keeps, whichever is more:
             // the retention may have given some up, and a restart forgets the count.
             measures.deadLettersLastHour = max(
@@ -116,6 +132,16 @@ final class HealthMonitor: Sendable {
             seconds(levels.incidentAge.warning),
             seconds(levels.incidentAge.critical),
             text: measures.oldestIncident.map { "an incident open for \(DurationText.format($0))" } ?? "no open incident"
+        ))
+        checks.append(check(
+            "not-delivering",
+            seconds(measures.notDelivering) ?? 0,
+            unit: "s",
+            seconds(levels.notDelivering.warning),
+            seconds(levels.notDelivering.critical),
+            text: measures.notDelivering.map {
+                "nothing delivered for \(DurationText.format($0)) while \(IncidentReporter.count(measures.waiting, "file")) wait"
+            } ?? "nothing waiting"
         ))
         if let free = measures.freeSpace {
             checks.append(check(

@@ -75,6 +75,7 @@ actor ReloadService: Service {
     static func restartOnly(from old: DaemonConfiguration, to new: DaemonConfiguration) -> [String] {
         var changed: [String] = []
         if old.state.directory != new.state.directory { changed.append("state.directory") }
+        if old.state.minFreeSpace != new.state.minFreeSpace { changed.append("state.min-free-space") }
         if old.sync.outbox != new.sync.outbox { changed.append("sync.outbox") }
         if !old.bus.hasSameSettings(as: new.bus) { changed.append("bus") }
         if old.log.level != new.log.level { changed.append("log.level") }

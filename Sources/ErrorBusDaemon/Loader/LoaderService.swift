@@ -26,8 +26,8 @@ actor LoaderService: Service {
             /// origin, so that a credential never goes to another server.
             var signedIn = true
 
-            /// The resource's host: its scope on the bus.
-            var host: String { RequestTarget(url: url).host }
+            /// The resource's origin: its scope on the bus.
+            var scope: String { RequestTarget(url: url).origin }
         }
 
         var directory: String
@@ -140,8 +140,9 @@ actor LoaderService: Service {
         let job = Job(
             id: "resources/\(resource.name)",
             service: Self.service,
-            scope: resource.host,
-            realm: resource.signedIn ? settings.realm : nil
+            scope: resource.scope,
+            realm: resource.signedIn ? settings.realm : nil,
+            name: resource.name
         )
         let http = self.http
         let auth = self.auth

@@ -34,7 +34,8 @@ struct DispatchState {
     /// What became of jobs whose outcome the store could not record (disk full, read-only),
     /// oldest first: recorded again at the next wake-up. Until then the job stays in flight in
     /// the store and its file in the outbox.
-    var unrecorded: [(job: OutboxFile, outcome: JobOutcome)] = []
+    /// `runs`: the uploads the job's submission made (an outcome counts them as attempts).
+    var unrecorded: [(job: OutboxFile, outcome: JobOutcome, runs: Int)] = []
     /// Jobs whose first run ended with the bus holding them, and whose final outcome has not
     /// come back: parked, waiting for the retry budget, or being run again by the bus.
     private(set) var withTheBus = 0

@@ -19,7 +19,8 @@ actor OutboxIngest {
         var maxFileSize: Int64
         var rescanInterval: Duration
         var settleTime: Duration
-        var host: String
+        /// The uploads' scope on the bus (the upload URL's origin).
+        var scope: String
         var backlog = DaemonConfiguration.Sync.Backlog()
         /// Whether the API tells files by name (``UploadContract/tellsFilesByName``): then a job
         /// is keyed by content and name, not by content alone.
@@ -40,6 +41,7 @@ actor OutboxIngest {
     private var unreadable: [String: UnreadableFile] = [:]
     /// The overflow of the backlog under way, shared with the dispatcher.
     private let overflow: BacklogOverflow
+    private let storeFailures: StoreFailures
 
     /// - Parameters:
     ///   - deliveredFiles: Removes (or moves) a file whose content the API already has.
@@ -52,6 +54,7 @@ actor OutboxIngest {
         seen: SeenFiles,
         duplicates: DuplicateFiles,
         overflow: BacklogOverflow,
+        storeFailures: StoreFailures,
         logger: Logger,
         deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String) -> Void,
         queued: @escaping @Sendable () -> Void
@@ -63,6 +66,7 @@ actor OutboxIngest {
         self.seen = seen
         self.duplicates = duplicates
         self.overflow = overflow
+        self.storeFailures = storeFailures
         self.logger = logger
         self.deliveredFiles = deliveredFiles
         self.queued = queued
@@ -268,7 +272,7 @@ actor OutboxIngest {
             await endOverflowIfRoom()
         } catch {
             for job in ready { seen.forget(job.fileName) }
-            await StoreFailure.report(error, doing: "queue \(ready.count) outbox files", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "queue \(ready.count) outbox files")
         }
     }
 
@@ -297,7 +301,7 @@ actor OutboxIngest {
         do {
             return try store.knownFileNames(service: SyncService.service)
         } catch {
-            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "read the backlog")
             return []
         }
     }
@@ -309,7 +313,7 @@ actor OutboxIngest {
             let limits = settings.backlog
             return Room(files: (limits.maxFiles ?? .max) - backlog.jobs, bytes: (limits.maxBytes ?? .max) - backlog.bytes)
         } catch {
-            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "read the backlog")
             return nil
         }
     }
@@ -353,7 +357,7 @@ actor OutboxIngest {
         logger.warning("\(name) in the outbox is \(size) bytes, over sync.max-file-size (\(settings.maxFileSize)); it is left in place and not uploaded")
         let failure = Failure(
             category: .invalid(reason: "over the size limit"),
-            scope: settings.host,
+            scope: settings.scope,
             cause: "fileTooLarge",
             service: SyncService.service,
             text: OperatorText(

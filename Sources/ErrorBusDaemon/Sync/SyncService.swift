@@ -31,8 +31,8 @@ actor SyncService: Service {
         var settleTime: Duration
         /// How the API takes an upload, its URL absolute.
         var upload = UploadContract()
-        /// The upload URL's host: the scope of the uploads on the bus.
-        var host: String
+        /// The upload URL's origin: the scope of the uploads on the bus.
+        var scope: String
         var realm: String
         var requestTimeout: Duration
         var classify: [ClassificationOverride] = []
@@ -40,6 +40,8 @@ actor SyncService: Service {
         var backlog = DaemonConfiguration.Sync.Backlog()
         var deadLetters = DaemonConfiguration.Sync.DeadLetters()
         var deliveredRetention: Duration? = nil
+        /// `state.min-free-space`, which uploads paused by a full disk wait for.
+        var minFreeSpace: Int64 = DaemonConfiguration.State().minFreeSpace
 
         var ingest: OutboxIngest.Settings {
             OutboxIngest.Settings(
@@ -47,7 +49,7 @@ actor SyncService: Service {
                 maxFileSize: maxFileSize,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
-                host: host,
+                scope: scope,
                 backlog: backlog,
                 keyedByName: upload.tellsFilesByName
             )
@@ -70,6 +72,7 @@ actor SyncService: Service {
     private let clock: Timeline
     private let logger: Logger
     private let ingest: OutboxIngest
+    private let storeFailures: StoreFailures
     private let duplicates: DuplicateFiles
     private let removal: DeliveredFileRemoval
     /// Files delivered (swift-metrics).
@@ -87,6 +90,8 @@ actor SyncService: Service {
     let overflow: BacklogOverflow
     /// When jobs were set aside as dead letters in the last hour, for the health check.
     let deadLetterWindow = DeadLetterWindow()
+    /// When a file was last delivered, for the health check.
+    let progress = DeliveryProgress()
     /// Dead letters given up by the retention and not told yet: the journal hears of them at
     /// most once a minute, not once per dead letter of a burst.
     private var prunedUntold = (overCount: 0, tooOld: 0)
@@ -132,6 +137,8 @@ actor SyncService: Service {
         let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let overflow = BacklogOverflow(logger: logger)
+        let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: settings.minFreeSpace)
+        self.storeFailures = storeFailures
         self.overflow = overflow
         self.settings = settings
         self.store = store
@@ -154,6 +161,7 @@ actor SyncService: Service {
             seen: seen,
             duplicates: duplicates,
             overflow: overflow,
+            storeFailures: storeFailures,
             logger: logger,
             deliveredFiles: { path, fileName in removal.remove(path, fileName: fileName) },
             queued: { wake.yield() }
@@ -237,7 +245,7 @@ actor SyncService: Service {
                 }
                 while let job = state.start(at: clock.now()) {
                     let (upload, uploader) = (OutboxFile(job), uploader)
-                    let busJob = Job(id: job.id, service: Self.service, scope: settings.host, realm: settings.realm)
+                    let busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
                     let history = JobHistory(queuedAt: job.createdAt, attempts: job.attempts)
                     uploads.addTask { await self.submit(upload, as: busJob, history: history, with: uploader) }
                 }
@@ -263,7 +271,7 @@ actor SyncService: Service {
         do {
             claimed = try await store.claimQueued(limit: state.claimLimit)
         } catch {
-            await StoreFailure.report(error, doing: "claim queued outbox files", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "claim queued outbox files")
         }
         if state.claimed(claimed) { wake.yield() }
     }
@@ -295,14 +303,14 @@ actor SyncService: Service {
         switch submission {
         case .completed:
             delivered(history)
-            await finish(job, .succeeded)
+            await finish(job, .succeeded, runs: history.runs.load(ordering: .relaxed))
         case .parked(let incident):
             state.handedToBus()
             // The bus holds it now, and is the one to ask where (it may park it again under
             // another incident): the store keeps it in flight until its outcome.
             logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
         case .stopped(let stopped):
-            await finish(job, .stopped(stopped))
+            await finish(job, .stopped(stopped), runs: history.runs.load(ordering: .relaxed))
         }
     }
 
@@ -312,21 +320,22 @@ actor SyncService: Service {
     private func finished(_ job: OutboxFile, _ history: JobHistory, _ outcome: JobOutcome) async {
         state.backFromBus()
         if case .succeeded = outcome { delivered(history) }
-        await finish(job, outcome)
+        await finish(job, outcome, runs: history.runs.load(ordering: .relaxed))
         wake.yield()
     }
 
     /// Records what became of a job; an outcome the store cannot take now waits in `unrecorded`.
-    private func finish(_ job: OutboxFile, _ outcome: JobOutcome) async {
-        if await !record(job, outcome) { state.unrecorded.append((job, outcome)) }
+    /// `runs`: how many uploads its submission made.
+    private func finish(_ job: OutboxFile, _ outcome: JobOutcome, runs: Int) async {
+        if await !record(job, outcome, runs: runs) { state.unrecorded.append((job, outcome, runs)) }
     }
 
     /// Records an outcome; false when the store could not take it (and that is reported).
-    private func record(_ job: OutboxFile, _ outcome: JobOutcome) async -> Bool {
+    private func record(_ job: OutboxFile, _ outcome: JobOutcome, runs: Int) async -> Bool {
         let recorded =
             switch outcome {
             case .succeeded: await delivered(job)
-            case .stopped(let stopped): await ended(job, stopped)
+            case .stopped(let stopped): await ended(job, stopped, runs: runs)
             }
         if recorded { state.recorded() }
         return recorded
@@ -338,7 +347,7 @@ actor SyncService: Service {
         guard !state.unrecorded.isEmpty else { return }
         let waiting = state.unrecorded
         state.unrecorded = []
-        for (index, (job, outcome)) in waiting.enumerated() where await !record(job, outcome) {
+        for (index, (job, outcome, runs)) in waiting.enumerated() where await !record(job, outcome, runs: runs) {
             state.unrecorded = Array(waiting[index...]) + state.unrecorded
             return
         }
@@ -350,10 +359,11 @@ actor SyncService: Service {
         do {
             _ = try await store.markDelivered(job.id)
             deliveries.increment()
+            progress.record()
         } catch {
             // The API has it; the file stays until the store has it too (or, after a restart,
             // a second upload is absorbed by its idempotency key).
-            await StoreFailure.report(error, doing: "record \(job.fileName) as delivered", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "record \(job.fileName) as delivered")
             return false
         }
         removal.remove(job.path, fileName: job.fileName)
@@ -369,12 +379,14 @@ actor SyncService: Service {
         deliveryDelay.recordSeconds(max(0, Date().timeIntervalSince(history.queuedAt)))
     }
 
-    private func ended(_ job: OutboxFile, _ stopped: JobStopped) async -> Bool {
+    private func ended(_ job: OutboxFile, _ stopped: JobStopped, runs: Int) async -> Bool {
         do {
             switch stopped.reason {
             case .deadLettered:
                 let reason = stopped.failure.map { "\($0.text.title): \($0.text.message)" } ?? "rejected"
-                try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue)
+                // Its attempts are the uploads it made: one set aside for room before it was
+                // ever sent keeps none, and no retention removes its file.
+                try store.markDeadLettered(job.id, reason: reason, incident: stopped.incident?.rawValue, attempts: runs)
                 if stopped.failure?.cause == JobTooOld.cause { expired.increment() }
                 setAside([job.fileName], reason)
                 if try store.counts(service: Self.service).deadLettered > settings.deadLetters.maxCount {
@@ -393,7 +405,7 @@ actor SyncService: Service {
                 try store.markQueued(job.id, lastError: stopped.description)
             }
         } catch {
-            await StoreFailure.report(error, doing: "record what became of \(job.fileName)", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "record what became of \(job.fileName)")
             return false
         }
         return true
@@ -404,16 +416,17 @@ extension SyncService {
     // MARK: - The backlog's limits
 
     /// Makes room in an overfull backlog (`sync.backlog.overflow: drop-oldest`): sets aside as
-    /// dead letters the oldest jobs the bus holds (parked, or waiting for the retry budget), then
-    /// the oldest queued, until the backlog is within its limits. Uploads under way are left to
-    /// finish.
+    /// dead letters the jobs the bus holds for a failure of their own (a file the API keeps
+    /// refusing), then the oldest others it holds (parked behind an incident, or waiting for the
+    /// retry budget), then the oldest queued, until the backlog is within its limits. Uploads
+    /// under way are left to finish. Bad work goes before good work that merely waits behind it.
     private func makeRoom() async {
         let limits = settings.backlog
         let backlog: JobStore.Backlog
         do {
             backlog = try store.backlog(service: Self.service)
         } catch {
-            await StoreFailure.report(error, doing: "read the backlog", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "read the backlog")
             return
         }
         var (files, bytes) = (backlog.jobs, backlog.bytes)
@@ -429,8 +442,10 @@ extension SyncService {
         // As ``ended(_:_:)`` words a dead letter's reason.
         let reason = "\(text.title): \(text.message)"
         var dropped = 0
-        // The bus holds the oldest: they were submitted first. In its order, a page at a time.
-        let held = await bus.heldJobs(service: Self.service).map(\.job.id)
+        // The bus holds the oldest: they were submitted first. Those held for a failure of their
+        // own first, then in the bus's order, a page at a time.
+        let heldJobs = await bus.heldJobs(service: Self.service)
+        let held = (heldJobs.filter(\.hasFailed) + heldJobs.filter { !$0.hasFailed }).map(\.job.id)
         var start = 0
         while over(), start < held.count {
             let page = Array(held[start..<min(start + 256, held.count)])
@@ -439,7 +454,7 @@ extension SyncService {
             for job in jobs where over() {
                 let failure = Failure(
                     category: .invalid(reason: "over the backlog's limit"),
-                    scope: settings.host,
+                    scope: settings.scope,
                     cause: "backlogFull",
                     service: Self.service,
                     text: text
@@ -456,13 +471,13 @@ extension SyncService {
         // Then those claimed for the dispatcher and not started yet, oldest first.
         while over(), let job = state.dropPending() {
             do {
-                try store.markDeadLettered(job.id, reason: reason, incident: nil)
+                try store.markDeadLettered(job.id, reason: reason, incident: nil, attempts: 0)
                 files -= 1
                 bytes -= job.size
                 dropped += 1
                 setAside([job.fileName], reason)
             } catch {
-                await StoreFailure.report(error, doing: "set aside \(job.fileName) for room", bus: bus, logger: logger)
+                await storeFailures.report(error, doing: "set aside \(job.fileName) for room")
                 break
             }
         }
@@ -472,7 +487,7 @@ extension SyncService {
                 dropped += queued.count
                 setAside(queued.map(\.fileName), reason)
             } catch {
-                await StoreFailure.report(error, doing: "drop the oldest queued files", bus: bus, logger: logger)
+                await storeFailures.report(error, doing: "drop the oldest queued files")
             }
         }
         overflow.record(dropped, limits)
@@ -501,7 +516,7 @@ extension SyncService {
                 logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationFormat.format(retention))) ago")
             }
         } catch {
-            await StoreFailure.report(error, doing: "forget finished jobs", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "forget finished jobs")
         }
     }
 
@@ -513,7 +528,7 @@ extension SyncService {
         do {
             prune = try store.pruneDeadLetters(keeping: retention.maxCount, before: retention.maxAge.map { Date().addingTimeInterval(-$0.timeInterval) })
         } catch {
-            await StoreFailure.report(error, doing: "prune dead letters", bus: bus, logger: logger)
+            await storeFailures.report(error, doing: "prune dead letters")
             return
         }
         for job in prune.all {

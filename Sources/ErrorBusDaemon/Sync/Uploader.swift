@@ -40,7 +40,7 @@ final class Uploader: Uploading {
         self.auth = auth
         self.bus = bus
         self.contract = settings.upload
-        self.scope = settings.host
+        self.scope = settings.scope
         self.requestTimeout = settings.requestTimeout
         self.classify = settings.classify
     }

@@ -495,7 +495,7 @@ import Testing
             #expect(contract.body == .multipart(field: "upload"))
             #expect(contract.idempotencyHeader == nil)
             #expect(contract.delivered.contains(204) && !contract.delivered.contains(200))
-            #expect(configuration.api.uploadHost == "upload.example.net")
+            #expect(configuration.api.uploadOrigin == "https://upload.example.net")
             let item = UploadItem(sha256: String(repeating: "ab", count: 32), name: "a b\"c.txt", size: 3)
             #expect(contract.url.render(item) == "https://upload.example.net/files?name=a%20b%22c.txt")
             #expect(contract.headers.map(\.name) == ["X-Api-Key", "X-Checksum"])
@@ -531,7 +531,7 @@ import Testing
                 "https://api.example.net/other/plan.json",
             ])
             #expect(settings.resources.map(\.signedIn) == [true, false, true])
-            #expect(settings.resources[1].host == "cdn.example.org")
+            #expect(settings.resources.map(\.scope) == ["https://api.example.net", "https://cdn.example.org", "https://api.example.net"])
         }
     }
 }

@@ -102,5 +102,68 @@ extension Faults {
                 try await sandbox.stop()
             }
         }
+
+        /// A full disk is one incident, however many files meet it; it says what it waits for
+        /// (state.min-free-space), an operator's retry checks again at once, and it resumes as
+        /// soon as the room is there, not at some larger hidden margin.
+        @Test func aFullDiskIsToldOnceAndResumesAtStateMinFreeSpaceWhenRetried() async throws {
+            try await Tmpfs.with(size: 24 << 20) { mountPoint in
+                let state = mountPoint + "/state"
+                let scratch = try ScratchDirectory("faults-disk-floor")
+                let sandbox = try await SandboxProcess(in: scratch)
+                let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: [
+                    "ERRORBUSD_STATE_DIRECTORY": state,
+                    "ERRORBUSD_STATE_MIN_FREE_SPACE": "4MiB",
+                    // No probe of its own while the test looks: only the operator's retry checks.
+                    "ERRORBUSD_BUS_REACHABILITY_INITIAL_INTERVAL": "1h",
+                    "ERRORBUSD_BUS_REACHABILITY_MAXIMUM_INTERVAL": "1h",
+                    "ERRORBUSD_BUS_REACHABILITY_LOCAL_MAXIMUM_INTERVAL": "1h",
+                ])
+                do {
+                    try await daemon.start()
+                    try Self.truncateWAL(state)
+                    // 2 MiB that will be given back first, then everything else.
+                    try Data(count: 2 << 20).write(to: URL(fileURLWithPath: mountPoint + "/filler-small"))
+                    try Self.fill(mountPoint + "/filler")
+                    let total = 30
+                    for number in 0..<total { try daemon.drop("full-\(number).bin", content: DaemonIntegrationTests.content(number)) }
+                    try await daemon.waitForLog("opened: State disk full")
+                    let status = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
+                    let incident = try #require(status.incidents.first { $0.cause == "diskFull" })
+                    #expect(incident.next?.contains("4MiB free (state.min-free-space)") == true, "\(incident)")
+
+                    // 2 MiB free, under the floor: the retry checks at once and says why it waits.
+                    let watcher = try ChildProcess(Binaries.path("errorbusctl"), ["watch", "--json", "--socket", daemon.controlSocket])
+                    defer { watcher.terminate() }
+                    #expect(await watcher.waitForStandardOutput(containing: #""kind":"synchronized""#))
+                    try FileManager.default.removeItem(atPath: mountPoint + "/filler-small")
+                    #expect(try await ControlIntegrationTests.ctl(daemon, "retry", "\(incident.id)").status == 0)
+                    #expect(await watcher.waitForStandardOutput(containing: #""kind":"probeFailed""#))
+                    let checked = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getIncident, .init(id: incident.id)) }
+                    #expect(checked.incident.lastCheck?.contains("less than state.min-free-space (4MiB)") == true, "\(checked.incident)")
+                    #expect(checked.incident.resolution == nil)
+
+                    // Room at the floor: the retry resumes sync, and every file goes.
+                    try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+                    #expect(try await ControlIntegrationTests.ctl(daemon, "retry", "\(incident.id)").status == 0)
+                    try await daemon.waitForLog("incident \(incident.id) recovered")
+                    try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                    let expected = Set((0..<total).map { DaemonIntegrationTests.key(of: DaemonIntegrationTests.content($0)) })
+                    #expect(Set(try await sandbox.items().keys) == expected)
+
+                    // Told once: one incident line, no error line per file.
+                    let lines = daemon.log.split(separator: "\n")
+                    #expect(lines.count { $0.contains("opened: State disk full") } == 1)
+                    let errors = lines.filter { $0.contains(" error errorbusd:") && $0.contains("cannot queue") }
+                    #expect(errors.isEmpty, "\(errors)")
+                    try await Faults.expectCleanStop(daemon, stateDirectory: state, delivered: total)
+                } catch {
+                    _ = try? await daemon.kill()
+                    try? await sandbox.stop()
+                    throw error
+                }
+                try await sandbox.stop()
+            }
+        }
     }
 }

@@ -22,7 +22,7 @@ struct HTTPAPIProbeTests {
 
     @Test func exactly204IsReachable() async throws {
         try await LiveSandbox.with { sandbox in
-            #expect(await Self.probe(sandbox).probe("127.0.0.1", kind: .unreachable) == .reachable)
+            #expect(await Self.probe(sandbox).probe(sandbox.origin, kind: .unreachable) == .reachable)
         }
     }
 
@@ -30,7 +30,7 @@ struct HTTPAPIProbeTests {
         try await LiveSandbox.with { sandbox in
             try await sandbox.fault(#"{"route":"healthz","mode":"captivePortal"}"#)
             #expect(
-                await Self.probe(sandbox).probe("127.0.0.1", kind: .unreachable)
+                await Self.probe(sandbox).probe(sandbox.origin, kind: .unreachable)
                     == .unreachable(reason: "redirected to /login: a captive portal or proxy answers instead of the API")
             )
         }
@@ -39,7 +39,7 @@ struct HTTPAPIProbeTests {
     @Test func aPageInsteadOf204IsUnreachable() async throws {
         try await LiveSandbox.with { sandbox in
             try await sandbox.fault(#"{"route":"healthz","mode":"captivePortal","portal":"page"}"#)
-            let result = await Self.probe(sandbox).probe("127.0.0.1", kind: .unreachable)
+            let result = await Self.probe(sandbox).probe(sandbox.origin, kind: .unreachable)
             #expect(
                 result
                     == .unreachable(
@@ -53,7 +53,7 @@ struct HTTPAPIProbeTests {
     @Test func downIsUnreachableInPlainWords() async throws {
         try await LiveSandbox.with { sandbox in
             try await sandbox.fault(#"{"route":"healthz","mode":"down"}"#)
-            guard case .unreachable(let reason) = await Self.probe(sandbox).probe("127.0.0.1", kind: .transient) else {
+            guard case .unreachable(let reason) = await Self.probe(sandbox).probe(sandbox.origin, kind: .transient) else {
                 Issue.record("a reset probe must be unreachable")
                 return
             }
@@ -64,7 +64,7 @@ struct HTTPAPIProbeTests {
     @Test func anErrorStatusIsUnreachableWithItsText() async throws {
         try await LiveSandbox.with { sandbox in
             try await sandbox.fault(#"{"route":"healthz","mode":"status","status":503,"retryAfter":30,"detail":"Maintenance."}"#)
-            guard case .unreachable(let reason) = await Self.probe(sandbox).probe("127.0.0.1", kind: .rateLimited) else {
+            guard case .unreachable(let reason) = await Self.probe(sandbox).probe(sandbox.origin, kind: .rateLimited) else {
                 Issue.record("a 503 probe must be unreachable")
                 return
             }
@@ -76,8 +76,8 @@ struct HTTPAPIProbeTests {
         try await LiveSandbox.with { sandbox in
             let probe = Self.probe(sandbox)
             #expect(await probe.probe("other.example.net", kind: .unreachable) == .unsupported)
-            #expect(await probe.probe("127.0.0.1", kind: .unauthenticated) == .unsupported)
-            #expect(await probe.probe("127.0.0.1", kind: .invalid) == .unsupported)
+            #expect(await probe.probe(sandbox.origin, kind: .unauthenticated) == .unsupported)
+            #expect(await probe.probe(sandbox.origin, kind: .invalid) == .unsupported)
             #expect(await probe.probe("sync", kind: .fatal) == .unsupported)
         }
     }

@@ -30,10 +30,10 @@ struct HTTPFailureStatusTests {
 
     static let problemJSON = ("Content-Type", "application/problem+json")
 
-    @Test func theHostIsTheScopeLowercasedWithoutPort() {
+    @Test func theOriginIsTheScopeLowercased() {
         let failure = Self.failure(500)
         #expect(failure.host == "api.example.net")
-        #expect(failure.scope == "api.example.net")
+        #expect(failure.scope == "https://api.example.net:8443")
         #expect(failure.operatorText.message.hasPrefix("api.example.net failed to handle PUT /v1/items/report-1?x=1"))
     }
 
@@ -131,7 +131,7 @@ struct HTTPFailureStatusTests {
         let failure = Self.failure(302, [("Location", "http://portal.hotel.example/login?next=x")])
         #expect(failure.category == .unreachable)
         #expect(failure.cause == "captivePortal")
-        #expect(failure.scope == "api.example.net")
+        #expect(failure.scope == "https://api.example.net:8443")
         #expect(failure.operatorText.message.contains("302 Found, redirecting to http://portal.hotel.example/login?next=x"))
         #expect(failure.operatorText.next?.contains("sign in") == true)
         #expect(Self.failure(307).operatorText.message.contains("redirecting without a Location"))

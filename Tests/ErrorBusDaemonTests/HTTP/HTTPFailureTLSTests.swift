@@ -34,7 +34,7 @@ struct HTTPFailureTLSTests {
             )
             #expect(failure.category == .unreachable)
             #expect(failure.cause == "untrustedCertificate")
-            #expect(failure.scope == "127.0.0.1")
+            #expect(failure.scope == "https://127.0.0.1:\(server.port)")
             #expect(failure.operatorText.title == "API certificate not trusted")
             #expect(failure.operatorText.message.contains("captive portal or an intercepting proxy"))
             #expect(failure.operatorText.next?.contains("sign in or fix the proxy") == true)

@@ -84,7 +84,7 @@ struct ControlIntegrationTests {
                 #expect(incident.nextAction == "canary")
                 #expect(incident.nextActionAt != nil)
                 // The same story as STATUS=.
-                #expect(seen.statusLine.hasPrefix("OK: sync: 5 parked, 127.0.0.1 rate-limiting since "))
+                #expect(seen.statusLine.hasPrefix("OK: sync: 5 parked, \(sandbox.baseURL) rate-limiting since "), "\(seen.statusLine)")
                 #expect(seen.statusLine.contains(", next attempt in "))
             }
 
@@ -358,8 +358,8 @@ struct ControlIntegrationTests {
             // The API's scope, with its adaptive concurrency: nothing runs or waits now.
             let scope = after.text.split(separator: "\n").filter { $0.hasPrefix("errorbus_concurrency_") }
             #expect(scope.count == 3, "\(scope)")
-            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_in_flight{scope="127.0.0.1"#) && $0.hasSuffix(" 0.0") })
-            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_limit{scope="127.0.0.1"#) })
+            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_in_flight{scope="\#(sandbox.baseURL)""#) && $0.hasSuffix(" 0.0") }, "\(scope)")
+            #expect(scope.contains { $0.hasPrefix(#"errorbus_concurrency_limit{scope="\#(sandbox.baseURL)""#) })
         }
     }
 

@@ -59,6 +59,26 @@ struct HealthIntegrationTests {
         }
     }
 
+    /// A host whose every upload is held delivers nothing while work waits: a warning after
+    /// `health.not-delivering.warning` (a minute by default; a millisecond here), long before
+    /// the oldest job's age or the incident's are.
+    @Test func workWaitingWhileNothingIsDeliveredIsAWarning() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_HEALTH_NOT_DELIVERING_WARNING": "0.001s"]) { sandbox, daemon in
+            var health = try await Self.health(daemon)
+            #expect(health.status == 0, "\(health.standardOutput)")
+            #expect(health.standardOutput.contains(" not_delivering=0s;0.001;900;0 "), "\(health.standardOutput)")
+            try await Ctl.outage(sandbox, daemon, count: 3)
+            health = try await Self.health(daemon)
+            #expect(health.status == 1, "\(health.standardOutput)")
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD WARNING - nothing delivered for "), "\(health.standardOutput)")
+            #expect(health.standardOutput.contains(" while 3 files wait (warning from 1ms)"), "\(health.standardOutput)")
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            health = try await Self.health(daemon)
+            #expect(health.status == 0, "\(health.standardOutput)")
+        }
+    }
+
     @Test func healthIsUnknownWhenErrorbusdCannotBeAsked() async throws {
         let scratch = try ScratchDirectory("health")
         let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["health", "--socket", scratch.file("none.socket")])

@@ -115,7 +115,7 @@ struct MetricsIntegrationTests {
             #expect(parsed.value("errorbus_sync_backlog_files") == 0)
             #expect(parsed.value("errorbus_sync_backlog_bytes") == 0)
             #expect(parsed.value("errorbus_sync_backlog_oldest_age_seconds") == 0)
-            #expect(parsed.value("errorbus_concurrency_limit", ["scope": "127.0.0.1"]).map { $0 >= 1 } == true)
+            #expect(parsed.value("errorbus_concurrency_limit", ["scope": sandbox.baseURL]).map { $0 >= 1 } == true)
 
             // The same registry as the control socket's GetMetrics.
             let viaControl = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getMetrics) }.text

@@ -16,7 +16,23 @@ import Testing
         let health = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
         #expect(health.status == .ok)
         #expect(health.summary == "no job waiting, 0 parked, no open incident")
-        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "free-space"])
+        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "not-delivering", "free-space"])
+    }
+
+    /// Work that waits while nothing is delivered is a warning within a minute, long before the
+    /// oldest job's or an incident's age are.
+    @Test func workWaitingWhileNothingIsDeliveredIsAWarningWithinAMinute() {
+        var measures = Self.healthy()
+        measures.oldestJob = .seconds(75)
+        measures.waiting = 51
+        measures.notDelivering = .seconds(59)
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .ok)
+        measures.notDelivering = .seconds(75)
+        let health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .warning)
+        #expect(health.summary == "nothing delivered for 75 s while 51 files wait (warning from 1m)", "\(health.summary)")
+        measures.notDelivering = .seconds(15 * 60)
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
     }
 
     @Test func eachMeasureReachesItsLevels() {

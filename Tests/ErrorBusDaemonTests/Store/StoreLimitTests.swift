@@ -75,6 +75,21 @@ import Testing
         }
     }
 
+    @Test func deadLettersNeverSentAreNeverPruned() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(4))
+            // Set aside for room before any upload (no attempt), and rejected uploads.
+            try store.markDeadLettered("job-0", reason: "dropped for room", incident: nil, attempts: 0)
+            try store.markDeadLettered("job-1", reason: "422", incident: nil)
+            try store.markDeadLettered("job-2", reason: "dropped for room", incident: nil, attempts: 0)
+            try store.markDeadLettered("job-3", reason: "422", incident: nil)
+            let prune = try store.pruneDeadLetters(keeping: 1, before: Date().addingTimeInterval(3_600))
+            #expect(Set(prune.all.map(\.id)) == ["job-1", "job-3"])
+            #expect(try store.deadLetters().map(\.id) == ["job-0", "job-2"])
+            #expect(try store.deadLetters().map(\.attempts) == [0, 0])
+        }
+    }
+
     @Test func deadLettersOlderThanTheAgeArePruned() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(3))

@@ -141,7 +141,7 @@ struct SyncHarness {
                 maxFileSize: 1 << 20,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
-                host: "api.test",
+                scope: "https://api.test",
                 realm: "api",
                 requestTimeout: .seconds(5)
             )
@@ -226,7 +226,7 @@ final class FakeUploader: Uploading {
     struct Unavailable: CategorizedError {
         var category: ErrorCategory { .transient }
         var cause: String { "http503" }
-        var scope: String? { "api.test" }
+        var scope: String? { "https://api.test" }
         var operatorText: OperatorText { OperatorText(title: "API unavailable", message: "The fake API is down.") }
     }
 }

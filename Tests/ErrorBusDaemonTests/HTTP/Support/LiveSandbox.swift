@@ -19,6 +19,8 @@ struct LiveSandbox: Sendable {
     let client: HTTPClient
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// The scope its answers are grouped by on the bus.
+    var origin: String { baseURL }
 
     /// Sends a request and returns the ``HTTPFailure`` a service would throw for its outcome, or
     /// `nil` when it succeeded.
