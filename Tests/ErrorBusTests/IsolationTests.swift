@@ -108,6 +108,46 @@ struct IsolationTests {
         }
     }
 
+    /// A server that answered goes down again while the incident releases its jobs: the first
+    /// job that then fails may be taken for one failing on its own (nothing tells it apart
+    /// yet), the next ones are not, and they stop the release as an outage does.
+    @Test func whenTheServerGoesDownAgainMidReleaseItsFailuresAreNotTakenForTheJobs() async throws {
+        var configuration = Self.configuration
+        configuration.concurrency = .fixed(16)
+        try await withRunningBus(configuration: configuration) { bus, clock, events in
+            let apiDown = Flag(true)
+            // Four uploads under way when the server goes down: all four fail.
+            let barrier = Barrier(count: 4)
+            await withDiscardingTaskGroup { group in
+                for number in 0..<4 {
+                    group.addTask {
+                        _ = await bus.submit(.sync(number)) {
+                            await barrier.arriveAndWait()
+                            if apiDown.isSet { throw TestFailure.transient }
+                        } completion: { _ in }
+                    }
+                }
+            }
+            let outage = try #require(try await events.next(.incidentOpened).incident)
+            #expect(await bus.heldJobs().allSatisfy(\.hasFailed))
+            // Job 4 merely waits: it will be the canary; the four that failed go after it.
+            let deliveries = Counter()
+            _ = await bus.submit(.sync(4)) {
+                if apiDown.isSet { throw TestFailure.transient }
+                // The server goes down again right after it answered.
+                if deliveries.increment() == 1 { apiDown.set(true) }
+            } completion: { _ in }
+            apiDown.set(false)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            let stopped = try #require(try await events.next(.releaseStopped).incident)
+            #expect(stopped.id == outage.id)
+            let snapshot = await bus.snapshot()
+            let own = snapshot.incidents.filter { $0.fingerprint.job != nil }
+            #expect(own.count <= 1, "at most the first failure after the success is taken for the job's own: \(own.map(\.fingerprint))")
+            #expect(snapshot.incidents.first { $0.id == outage.id }?.parked == 4 - own.count)
+        }
+    }
+
     @Test func aRealOutageAfterwardsHoldsTheBadJobsRetriesWithoutCountingThem() async throws {
         try await withRunningBus(configuration: Self.configuration) { bus, clock, events in
             let apiDown = Flag(false)

@@ -398,7 +398,11 @@ extension ErrorBus {
     private func route(_ failure: Failure, _ command: Command, _ context: AttemptContext) -> FailureDecision {
         var command = command
         let failedBefore = command.lastFailure
-        command.lastFailure = clock.now()
+        let now = clock.now()
+        command.lastFailure = now
+        // Whatever becomes of it, the next failure of its service and scope comes after this one.
+        let place = ServiceScope(service: command.job.service, scope: command.job.scope)
+        let previousFailure = failure.category.kind.isolates ? latestFailures.updateValue(now, forKey: place) : nil
         let existing = openIncidents[failure.fingerprint]
         if let retriedBy = context.incident, let retrying = incidents[retriedBy], existing == nil || existing === retrying,
            failure.category.kind == retrying.fingerprint.kind, failure.category.kind.isolates, configuration.grouping == .byCause {
@@ -409,7 +413,9 @@ extension ErrorBus {
             // An incident tried it again after others of its service and scope succeeded: its
             // failure is its own. The incident goes on without it (a canary's incident releases
             // the others).
-            if let failedBefore, othersSucceeded(command.job, since: failedBefore) { return isolate(command, failure) }
+            if let failedBefore, othersSucceeded(command.job, since: max(failedBefore, previousFailure ?? failedBefore)) {
+                return isolate(command, failure)
+            }
         }
         guard let incident = existing else {
             guard lifecycle != .stopped else {
@@ -443,7 +449,9 @@ extension ErrorBus {
     }
 
     /// Whether a run of another job of `job`'s service and scope that started after `previous`
-    /// (when `job` last failed) succeeded.
+    /// succeeded: after `job` last failed, and after any job of its service and scope last failed
+    /// (so that when a server that answered goes down again, the first of the jobs that then
+    /// fail may be taken for one failing on its own, but not the next ones).
     private func othersSucceeded(_ job: Job, since previous: TimelineInstant) -> Bool {
         guard let success = admission.withLock({ $0.latestSuccess(of: job.service, at: job.scope) }) else { return false }
         return success > previous

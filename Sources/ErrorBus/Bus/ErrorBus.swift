@@ -43,6 +43,9 @@ public actor ErrorBus: Service {
     /// Incidents holding back new work, per key, oldest first.
     var holds: [HoldKey: [IncidentRecord]] = [:]
     var recentlyResolved = Deque<IncidentSnapshot>()
+    /// When a job of each service last failed at each scope (`unreachable`, `transient`,
+    /// `rateLimited`): a job fails on its own only if a success started after it.
+    var latestFailures: [ServiceScope: TimelineInstant] = [:]
     var nextIncidentID: UInt64
 
     var parkedTotal = 0
