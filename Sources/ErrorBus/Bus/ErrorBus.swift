@@ -46,6 +46,9 @@ public actor ErrorBus: Service {
     /// When a job of each service last failed at each scope (`unreachable`, `transient`,
     /// `rateLimited`): a job fails on its own only if a success started after it.
     var latestFailures: [ServiceScope: TimelineInstant] = [:]
+    /// When each realm's credentials were last renewed (a sign-in, or its owner saying so): a
+    /// refusal of a run that started before then refused the old credentials, not the new ones.
+    var credentialsRenewedAt: [String: TimelineInstant] = [:]
     var nextIncidentID: UInt64
 
     var parkedTotal = 0
@@ -77,6 +80,8 @@ public actor ErrorBus: Service {
     /// Successful operations not yet credited to the retry budget. Counted without a hop to
     /// the actor, folded in whenever the budget is consulted.
     nonisolated let pendingSuccesses = Atomic<Int>(0)
+    /// The runs under way, for ``cancel(job:service:)`` of a job that is running.
+    nonisolated let running = Mutex(RunningJobs())
     nonisolated let serials = Atomic<UInt64>(0)
 
     /// Work the actor hands to ``run()``'s task group: timers, probes, canaries, releases.
@@ -98,6 +103,8 @@ public actor ErrorBus: Service {
         case expiryTimer(deadline: TimelineInstant)
         case retryNow(job: Job)
         case paceTimer(scope: String, deadline: TimelineInstant)
+        /// A job with a time limit waits for a slot of its scope: it stops waiting then.
+        case slotExpiry(serial: UInt64, scope: String, deadline: TimelineInstant)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -227,8 +234,9 @@ public actor ErrorBus: Service {
         var leftovers = Array(budgetWaiters)
         budgetWaiters.removeAll()
         for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
-            leftovers += incident.removeAll()
+            // Resolved first: its last snapshot tells the jobs it still held.
             resolve(incident, as: .shutdown)
+            leftovers += incident.removeAll()
         }
         parkedTotal = 0
         parkedWaiters.resumeAll()
@@ -263,6 +271,11 @@ public actor ErrorBus: Service {
         case .paceTimer(let scope, let deadline):
             guard (try? await clock.sleep(deadline)) != nil else { return }
             grantSlots(scope)
+        case .slotExpiry(let serial, let scope, let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            // Still waiting (not granted, not gone): its time is up.
+            let waiter = admission.withLock { $0.withdraw(serial: serial, scope: scope) }
+            waiter?.continuation.resume(returning: .expired)
         }
     }
 

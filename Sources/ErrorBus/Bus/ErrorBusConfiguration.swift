@@ -33,6 +33,12 @@ public struct ErrorBusConfiguration: Sendable {
     /// The id of the first incident; a daemon that keeps incident history across restarts starts
     /// after the last one it stored.
     public var firstIncidentID: UInt64 = 1
+    /// How long one run of a job's operation may take: a run still going then is cancelled and
+    /// fails with ``AttemptTimedOut`` (`transient`), so that a request that never gets an answer
+    /// cannot hold its job and its scope's slot for ever. The cancellation is cooperative: the run
+    /// ends when the operation heeds it (AsyncHTTPClient, `Task.sleep` and most async APIs do).
+    /// Counted on the bus's clock; `nil`: no limit.
+    public var attemptTimeout: Duration? = .seconds(300)
     /// Categorises errors that do not conform to ``CategorizedError``.
     public var fallback: @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback
 
