@@ -104,7 +104,7 @@ extension ErrorBus {
         if let categorized = error as? any CategorizedError {
             return Failure(categorized, job: job)
         }
-        return configuration.fallback(error, job)
+        return fallback(error, job)
     }
 
     // MARK: - Internals
@@ -339,7 +339,7 @@ extension ErrorBus {
             // The operation ran a job of its own through the bus, which already decided.
             return .stopped(stopped)
         } else {
-            failure = configuration.fallback(error, command.job)
+            failure = fallback(error, command.job)
         }
         switch respond(to: failure, job: command.job) {
         case .handled(let evaluation, let failure):
