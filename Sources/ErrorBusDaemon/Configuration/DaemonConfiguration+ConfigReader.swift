@@ -1,3 +1,4 @@
+import ErrorBusUnits
 package import Configuration
 import ErrorBus
 import ErrorBusHTTP
@@ -167,12 +168,12 @@ extension DaemonConfiguration {
         if settings.isSet(upperKey) || !settings.isSet(lowerKey) {
             throw ConfigurationError(
                 key: upperKey,
-                reason: "must be at least \(lowerKey) (\(DurationFormat.format(lower))), got \"\(DurationFormat.format(upper))\""
+                reason: "must be at least \(lowerKey) (\(DurationText.exact(lower))), got \"\(DurationText.exact(upper))\""
             )
         }
         throw ConfigurationError(
             key: lowerKey,
-            reason: "must be at most \(upperKey) (\(DurationFormat.format(upper))), got \"\(DurationFormat.format(lower))\""
+            reason: "must be at most \(upperKey) (\(DurationText.exact(upper))), got \"\(DurationText.exact(lower))\""
         )
     }
 }
@@ -270,7 +271,7 @@ extension DaemonConfiguration.Sync {
         if let maxBacklogBytes, maxBacklogBytes < maxFileSize {
             throw ConfigurationError(
                 key: "sync.backlog.max-bytes",
-                reason: "must be at least sync.max-file-size (\(ByteSizeFormat.format(maxFileSize))), or a file of that size could never be taken, got \"\(ByteSizeFormat.format(maxBacklogBytes))\""
+                reason: "must be at least sync.max-file-size (\(ByteCountText.exact(maxFileSize))), or a file of that size could never be taken, got \"\(ByteCountText.exact(maxBacklogBytes))\""
             )
         }
         self.init(
@@ -314,7 +315,7 @@ extension DaemonConfiguration.Health {
                 warning: try settings.optionalDuration("health.\(name).warning", default: levels.warning, .greaterThan(.zero)),
                 critical: try settings.optionalDuration("health.\(name).critical", default: levels.critical, .greaterThan(.zero))
             )
-            try ordered(name, levels, DurationFormat.format)
+            try ordered(name, levels, DurationText.exact)
             return levels
         }
         func counts(_ name: String, _ levels: Levels<Int>) throws(ConfigurationError) -> Levels<Int> {
@@ -338,7 +339,7 @@ extension DaemonConfiguration.Health {
             warning: try settings.optionalByteSize("health.free-space.warning", default: defaults.freeSpace.warning, .atLeast(0)),
             critical: try settings.optionalByteSize("health.free-space.critical", default: defaults.freeSpace.critical, .atLeast(0))
         )
-        try ordered("free-space", freeSpace, ByteSizeFormat.format, below: true)
+        try ordered("free-space", freeSpace, ByteCountText.exact, below: true)
         self.init(
             oldestJob: try durations("oldest-job", defaults.oldestJob),
             parked: try counts("parked", defaults.parked),

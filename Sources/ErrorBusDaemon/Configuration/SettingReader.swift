@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import Configuration
 
 /// Typed, validated settings from a `ConfigReader`, each failure a ``ConfigurationError`` naming
@@ -104,7 +105,7 @@ struct SettingReader {
             throw ConfigurationError(key: key, reason: "expected \(DurationFormat.expectation), got \"\(text)\"")
         }
         guard bound.contains(value) else {
-            throw ConfigurationError(key: key, reason: "expected a duration \(bound.describe(DurationFormat.format)), got \"\(text)\"")
+            throw ConfigurationError(key: key, reason: "expected a duration \(bound.describe(DurationText.exact)), got \"\(text)\"")
         }
         return value
     }
@@ -116,7 +117,7 @@ struct SettingReader {
             throw ConfigurationError(key: key, reason: "expected \(ByteSizeFormat.expectation), got \"\(text)\"")
         }
         guard bound.contains(value) else {
-            throw ConfigurationError(key: key, reason: "expected a size \(bound.describe(ByteSizeFormat.format)), got \"\(text)\"")
+            throw ConfigurationError(key: key, reason: "expected a size \(bound.describe(ByteCountText.exact)), got \"\(text)\"")
         }
         return value
     }
