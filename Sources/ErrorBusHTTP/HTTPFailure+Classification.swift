@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusSupport

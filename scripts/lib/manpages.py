@@ -16,10 +16,13 @@ generate-manual's, from each program's own description of its arguments
 - a discussion's blank lines become paragraph breaks, and each sentence starts a line, as mdoc
   wants (mandoc warns otherwise); a paragraph break with nothing after it is dropped.
 
+errorbusd.yaml(5) is errorbusd's own (`errorbusd --config-reference man`), written to man5 beside
+OUTPUT_DIR when that is a man1 directory, else into OUTPUT_DIR.
+
 --lint then fails unless `mandoc -T lint -W warning` and groff (`-mandoc -ww -z`) say nothing
 about any page.
 """
-import argparse, json, os, re, shutil, subprocess, sys, tempfile
+import argparse, datetime, json, os, re, shutil, subprocess, sys, tempfile
 
 PROGRAMS = (("errorbusd", False), ("errorbusctl", True))  # name, one page per command
 EXIT_ENTRY = re.compile(r"^ {1,4}(\d+) +(\S.*)$")
@@ -65,6 +68,16 @@ def generate(bin_dir, output, date, authors):
                 with open(os.path.join(output, page), "w") as file:
                     file.write(fixed)
                 written.append(os.path.join(output, page))
+    # errorbusd.yaml(5), which errorbusd writes from its configuration's tables; beside man1 in
+    # man5 when the output is a man1 directory.
+    page = subprocess.run([os.path.join(bin_dir, "errorbusd"), "--config-reference", "man"], check=True, capture_output=True, text=True).stdout
+    if date:
+        page = re.sub(r"^\.Dd .*$", ".Dd " + datetime.date.fromisoformat(date).strftime("%B %-d, %Y"), page, count=1, flags=re.M)
+    section5 = os.path.join(os.path.dirname(os.path.abspath(output)), "man5") if os.path.basename(os.path.abspath(output)) == "man1" else output
+    os.makedirs(section5, exist_ok=True)
+    with open(os.path.join(section5, "errorbusd.yaml.5"), "w") as file:
+        file.write(page)
+    written.append(os.path.join(section5, "errorbusd.yaml.5"))
     return written
 
 

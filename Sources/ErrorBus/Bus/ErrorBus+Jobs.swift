@@ -104,7 +104,7 @@ extension ErrorBus {
         if let categorized = error as? any CategorizedError {
             return Failure(categorized, job: job)
         }
-        return configuration.fallback(error, job)
+        return fallback(error, job)
     }
 
     // MARK: - Internals
@@ -416,7 +416,7 @@ extension ErrorBus {
             // The operation ran a job of its own through the bus, which already decided.
             return .stopped(stopped)
         } else {
-            failure = configuration.fallback(error, command.job)
+            failure = fallback(error, command.job)
         }
         if !retried, failure.category.kind == .unauthenticated, let renewed = credentialsRenewedAt[failure.scope], renewed >= started {
             // Refused with the credentials the realm had when the run started, which have been

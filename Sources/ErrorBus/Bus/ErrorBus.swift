@@ -18,6 +18,8 @@ import Synchronization
 /// The bus does no I/O of its own; probes and re-authentication are injected.
 public actor ErrorBus: Service {
     public nonisolated let configuration: ErrorBusConfiguration
+    /// Categorises errors that do not conform to ``CategorizedError``.
+    nonisolated let fallback: @Sendable (any Error, Job) -> Failure
     nonisolated let clock: Timeline
     let logger: Logger
 
@@ -119,6 +121,7 @@ public actor ErrorBus: Service {
     ///     an authenticator of its own (``setAuthenticator(_:forRealm:)``). Without one, they
     ///     need an operator.
     ///   - random: The source of jitter.
+    ///   - fallback: Categorises errors that do not conform to ``CategorizedError``.
     ///   - logger: Where the bus logs (at debug level: the story is told by its events).
     public init(
         configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
@@ -126,9 +129,11 @@ public actor ErrorBus: Service {
         probe: (any ReachabilityProbe)? = nil,
         authenticator: (any Authenticator)? = nil,
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        fallback: @escaping @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback,
         logger: Logger
     ) {
         self.configuration = configuration
+        self.fallback = fallback
         self.clock = Timeline(clock)
         self.probe = probe
         self.authenticator = authenticator

@@ -1,6 +1,10 @@
 /// Everything about an ``ErrorBus`` that can be tuned. The defaults suit a daemon talking to one
 /// HTTP API.
-public struct ErrorBusConfiguration: Sendable {
+///
+/// Values, compared as such: a daemon that reloads its settings can tell what changed. How errors
+/// that do not conform to ``CategorizedError`` are categorised is code, not a setting: the
+/// `fallback` of ``ErrorBus/ErrorBus/init(configuration:clock:probe:authenticator:random:fallback:logger:)``.
+public struct ErrorBusConfiguration: Sendable, Equatable {
     /// Back-off for `transient` incidents (and `rateLimited` ones without a hint, and an
     /// authenticator that cannot be reached).
     public var backoff = Backoff()
@@ -39,8 +43,6 @@ public struct ErrorBusConfiguration: Sendable {
     /// ends when the operation heeds it (AsyncHTTPClient, `Task.sleep` and most async APIs do).
     /// Counted on the bus's clock; `nil`: no limit.
     public var attemptTimeout: Duration? = .seconds(300)
-    /// Categorises errors that do not conform to ``CategorizedError``.
-    public var fallback: @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback
 
     public init() {}
 

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 public import CoreMetrics
 public import Logging
 public import ServiceLifecycle

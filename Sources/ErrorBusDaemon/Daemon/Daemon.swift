@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBusControl
 import ErrorBusHTTP
@@ -265,7 +266,7 @@ package struct Daemon: Sendable {
                 let free = Int64(info.f_bavail) * Int64(info.f_frsize)
                 guard free >= minimum else {
                     return .unreachable(
-                        reason: "\(state) has \(ByteCountText.format(Int(free))) free, less than state.min-free-space (\(ByteSizeFormat.format(minimum)))"
+                        reason: "\(state) has \(ByteCountText.format(Int(free))) free, less than state.min-free-space (\(ByteCountText.exact(minimum)))"
                     )
                 }
             } catch {

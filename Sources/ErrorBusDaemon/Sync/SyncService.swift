@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusHTTP
@@ -527,7 +528,7 @@ extension SyncService {
         do {
             let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval), deliveredOnly: true)
             if forgotten > 0 {
-                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationFormat.format(retention))) ago")
+                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationText.exact(retention))) ago")
             }
         } catch {
             await storeFailures.report(error, doing: "forget finished jobs")
@@ -565,7 +566,7 @@ extension SyncService {
             parts.append("\(prunedUntold.overCount) beyond sync.dead-letters.max-count (\(retention.maxCount))")
         }
         if prunedUntold.tooOld > 0 {
-            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationFormat.format) ?? "none"))")
+            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationText.exact) ?? "none"))")
         }
         logger.notice("Dead letters given up, oldest first, their files removed: \(parts.joined(separator: "; "))")
         prunedUntold = (0, 0)
@@ -613,8 +614,8 @@ struct JobTooOld: CategorizedError {
     var cause: String { Self.cause }
     var operatorText: OperatorText {
         OperatorText(
-            title: "Older than \(DurationFormat.format(limit))",
-            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationFormat.format(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
+            title: "Older than \(DurationText.exact(limit))",
+            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationText.exact(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
             next: "Retry it after raising sync.max-age if the API takes it after all; otherwise discard it."
         )
     }

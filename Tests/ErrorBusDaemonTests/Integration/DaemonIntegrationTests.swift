@@ -277,6 +277,19 @@ struct DaemonIntegrationTests {
         }
     }
 
+    /// SIGHUP reads the drop-ins too, and says which of their changes wait for a restart.
+    @Test func aReloadReadsTheDropInsAndTellsWhatTakesARestart() async throws {
+        try await Self.withDaemon { _, daemon in
+            let dropIns = daemon.configurationFile + ".d"
+            try FileManager.default.createDirectory(atPath: dropIns, withIntermediateDirectories: true)
+            try "log:\n  level: info\nsync:\n  concurrency: 2\n".write(toFile: dropIns + "/10-local.yaml", atomically: true, encoding: .utf8)
+            try daemon.signal(SIGHUP)
+            try await daemon.waitForLog("configuration reloaded")
+            #expect(daemon.log.contains("log.level changed: it applies when errorbusd restarts"))
+            #expect(!daemon.log.contains("sync.concurrency changed"))
+        }
+    }
+
     @Test func aBrokenConfigurationOnSIGHUPKeepsTheRunningOne() async throws {
         try await Self.withDaemon { _, daemon in
             let configuration = try String(contentsOfFile: daemon.configurationFile, encoding: .utf8)
