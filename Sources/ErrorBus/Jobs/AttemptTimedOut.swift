@@ -1,3 +1,5 @@
+import ErrorBusUnits
+
 /// A run of a job's operation took longer than ``ErrorBusConfiguration/attemptTimeout``: the bus
 /// cancelled it, and counts it a `transient` failure of the job's service at its scope (a server
 /// that stopped answering in the middle of a request).
