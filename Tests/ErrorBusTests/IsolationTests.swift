@@ -212,4 +212,39 @@ struct IsolationTests {
             }
         }
     }
+
+    @Test func aJobOnItsOwnThatFailsWhileTheOutageReleasesOthersStaysOnItsOwn() async throws {
+        var configuration = Self.configuration
+        configuration.concurrency = .fixed(4)
+        try await withRunningBus(configuration: configuration) { bus, clock, events in
+            _ = await bus.submit(Self.poison) { throw TestFailure.transient } completion: { _ in }
+            let outage = try #require(try await events.next(.incidentOpened).incident)
+            let releasing = Barrier(count: 2)
+            let finish = Barrier(count: 2)
+            _ = await bus.submit(.sync(1)) {} completion: { _ in }
+            // Still running when the bad job's own retry comes: the outage is still releasing.
+            _ = await bus.submit(.sync(2)) {
+                await releasing.arriveAndWait()
+                await finish.arriveAndWait()
+            } completion: { _ in }
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            let own = try #require(try await events.next(.incidentOpened).incident)
+            #expect(own.fingerprint.job == Self.poison.description)
+            await releasing.arriveAndWait()
+            #expect(try await bus.incident(outage.id).state == .releasing)
+
+            let scheduled = try #require(try await events.next(.policyScheduled).incident)
+            #expect(scheduled.id == own.id)
+            clock.advance(by: try #require(scheduled.next?.delay))
+            // Its failure is its own again: counted there, not taken for the outage's, and its
+            // incident does not end as if its cause were gone.
+            #expect(try await events.next(.canaryFailed).incident?.id == own.id)
+            let stillOwn = try await bus.incident(own.id)
+            #expect(stillOwn.resolution == nil)
+            #expect(stillOwn.parked == 1)
+            #expect(stillOwn.failures == 2)
+            await finish.arriveAndWait()
+        }
+    }
+
 }

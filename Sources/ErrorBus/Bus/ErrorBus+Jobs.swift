@@ -487,7 +487,10 @@ extension ErrorBus {
         let place = ServiceScope(service: command.job.service, scope: command.job.scope)
         let previousFailure = failure.category.kind.isolates ? latestFailures.updateValue(now, forKey: place) : nil
         let existing = openIncidents[failure.fingerprint]
-        if let retriedBy = context.incident, let retrying = incidents[retriedBy], existing == nil || existing === retrying,
+        if let retriedBy = context.incident, let retrying = incidents[retriedBy],
+           // Others fail so too when another incident of this cause holds the scope (not one
+           // that is releasing its jobs, whose cause is gone).
+           existing.map({ $0 === retrying || !$0.state.holdsScope }) ?? true,
            failure.category.kind == retrying.fingerprint.kind, failure.category.kind.isolates, configuration.grouping == .byCause {
             // Its own incident tried it again: it failed again the same way, whatever the cause
             // this time (a request that never gets an answer times out one way or another),
