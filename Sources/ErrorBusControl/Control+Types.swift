@@ -517,7 +517,13 @@ extension Control {
     /// How many things a method acted on.
     public struct Count: Codable, Sendable, Equatable {
         public var count: Int
-        public init(count: Int) { self.count = count }
+        /// Of those, the jobs that were running (`Discard` of a job under way): each stops when
+        /// its run ends, unless that run succeeds. Absent when none was.
+        public var running: Int?
+        public init(count: Int, running: Int? = nil) {
+            self.count = count
+            self.running = running
+        }
     }
 
     /// A service by name.

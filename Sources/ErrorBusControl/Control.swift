@@ -76,14 +76,14 @@ public enum Control {
     public static let discard = VarlinkMethod<Target, Count>(
         interface: interfaceName,
         name: "Discard",
-        documentation: "Mutating. Gives up an open incident (every job parked under it is discarded), one\ndead-lettered job, or every dead letter ('deadLetters'). Set exactly one.\nA job is named by its id or by its first characters (4 at least)."
+        documentation: "Mutating. Gives up an open incident (every job parked under it is discarded), one\njob (dead-lettered, queued, parked, or running: a running one stops when its\nrun ends unless that run succeeds, and is counted in 'running'), or every dead\nletter ('deadLetters'). Set exactly one.\nA job is named by its id or by its first characters (4 at least)."
     )
 
     /// `Cancel` (mutating)
     public static let cancel = VarlinkMethod<JobReference, VarlinkEmpty>(
         interface: interfaceName,
         name: "Cancel",
-        documentation: "Mutating. Stops one parked job (service default: sync); it is discarded. The\njob is named by its id or by its first characters (4 at least)."
+        documentation: "Mutating. Stops one parked job (service default: sync), or a running one when\nits run ends unless that run succeeds; it is discarded. The job is named by its\nid or by its first characters (4 at least)."
     )
 
     /// `Pause` (mutating)

@@ -164,13 +164,16 @@ struct Retry: ControlCommand {
 struct Discard: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Give up an incident (its parked jobs), a job, or every dead letter.",
-        discussion: "Needs root or the control group. JSON: {\"count\": N}, the jobs discarded."
+        discussion: "Needs root or the control group. A job being uploaded stops when its upload ends, unless that upload succeeds. JSON: {\"count\": N}, the jobs discarded, and \"running\": N, those of them that were being uploaded."
     )
     @OptionGroup var options: GlobalOptions
     @OptionGroup var target: TargetOptions
 
     func run() async throws {
-        try await call(Control.discard, target.target) { "discarded: \($0.count)" }
+        try await call(Control.discard, target.target) { discarded in
+            guard let running = discarded.running, running > 0 else { return "discarded: \(discarded.count)" }
+            return "discarded: \(discarded.count) (being uploaded: it stops when its upload ends, unless that upload succeeds)"
+        }
     }
 }
 

@@ -377,9 +377,10 @@ struct ControlService: Sendable {
             if try storeCall({ () throws(StoreError) in try store.discardDeadLetter(id) }) != nil {
                 return Control.Count(count: 1)
             }
-            // A job the bus holds stops; sync records it discarded.
-            if (try? await bus.cancel(job: id, service: SyncService.service)) != nil {
-                return Control.Count(count: 1)
+            // A job the bus holds stops now, one it runs when its run ends (a run that succeeds
+            // stands); sync records it discarded.
+            if let cancellation = try? await bus.cancel(job: id, service: SyncService.service) {
+                return Control.Count(count: 1, running: cancellation == .whenRunEnds ? 1 : nil)
             }
             if try storeCall({ () throws(StoreError) in try store.discardQueued(id) }) {
                 return Control.Count(count: 1)

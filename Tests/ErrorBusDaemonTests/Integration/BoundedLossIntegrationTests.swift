@@ -157,6 +157,10 @@ struct BoundedLossIntegrationTests {
                 try db.execute(sql: "UPDATE job SET updatedAt = updatedAt - ?", arguments: [Int64(31 * 86_400_000)])
             }
             try database.close()
+            // And for the file left in the outbox: it is the discarded one, not written since.
+            let bad = daemon.outbox + "/bad.bin"
+            let written = try #require(try FileManager.default.attributesOfItem(atPath: bad)[.modificationDate] as? Date)
+            try FileManager.default.setAttributes([.modificationDate: written.addingTimeInterval(-31 * 86_400)], ofItemAtPath: bad)
             // The start's first pass forgets the delivered ones (sync.delivered-retention: 30d by
             // default) and keeps the discarded one, the record that keeps bad.bin from being sent.
             try await daemon.start()

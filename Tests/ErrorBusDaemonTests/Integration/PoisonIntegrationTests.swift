@@ -1,4 +1,5 @@
 import ErrorBusControl
+import ErrorBusStore
 import Foundation
 import Glibc
 import TestSupport
@@ -217,6 +218,41 @@ struct PoisonIntegrationTests {
 
     /// A resource the API fails to serve holds no upload; a resource on another port of the
     /// API's host that is rate-limited holds nothing of the API's.
+    /// An operator discards the job being tried as its incident's canary: refused before ("is
+    /// inFlight"), it now stops when its upload ends.
+    @Test func aJobDiscardedWhileItsUploadRunsStopsWhenTheUploadEnds() async throws {
+        let scratch = try ScratchDirectory("discard-running")
+        let blackhole = try Blackhole()
+        defer { blackhole.close() }
+        let nginx = try NginxProcess(in: scratch, servers: Self.server(.noAnswer, blackhole: blackhole.port))
+        try await NginxProcess.htpasswd(user: "errorbus", password: "right horse").write(toFile: nginx.directory + "/htpasswd", atomically: true, encoding: .utf8)
+        try await nginx.start()
+        // Each try hangs for 3 s: time for the operator to act while it runs.
+        var environment = Self.isolation
+        environment["ERRORBUSD_API_REQUEST_TIMEOUT"] = "3s"
+        let daemon = try Self.daemon(in: scratch, nginx, environment: environment)
+        try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
+            let content = Data("the file this API never answers\n".utf8)
+            try daemon.drop("poison.bin", content: content)
+            try await daemon.waitForLog("incident 1 opened: ")
+            // No event says a canary started: the incident's state does, while it runs.
+            while try await ControlIntegrationTests.varlink(daemon, { try await $0.call(Control.getIncident, .init(id: 1)) }).incident.state != "canary" {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // Keyed by content and name (the WebDAV contract tells files by name).
+            let id = String(try #require(try DaemonIntegrationTests.store(of: daemon).jobs(.inFlight).first?.id).prefix(12))
+            let discarded = try await ControlIntegrationTests.ctl(daemon, "discard", "--job", id)
+            #expect(discarded.status == 0, "\(discarded.standardError)")
+            #expect(discarded.standardOutput.contains("discarded: 1 (being uploaded: it stops when its upload ends"), "\(discarded.standardOutput)")
+            // Its upload times out; it is given up, not tried again, and its incident, left with
+            // nothing to try, ends as the operator's doing.
+            try await daemon.waitForLog("incident 1 discarded by an operator")
+            let store = try DaemonIntegrationTests.store(of: daemon)
+            #expect(try store.jobs(.discarded).map(\.fileName) == ["poison.bin"])
+            #expect(try store.jobs(.inFlight).isEmpty)
+        }
+    }
+
     @Test func aFailingResourceAndAnotherServersRateLimitHoldNoUpload() async throws {
         let scratch = try ScratchDirectory("poison-resources")
         let sandbox = try await SandboxProcess(in: scratch)
