@@ -43,11 +43,14 @@ extension ErrorBusConfiguration {
     /// time limit: on a manual clock, that delay (``ErrorBusConfiguration/Release/spread``) would
     /// wait for the test to move the clock, and a test waiting for the jobs would stall; and each
     /// run's limit (``ErrorBusConfiguration/attemptTimeout``) would be one more sleeper on the
-    /// clock for a test that counts them. Set it again to test it.
+    /// clock for a test that counts them; and an incident whose cause went away resolves at once
+    /// (``ErrorBusConfiguration/settleWindow`` would wait for the test to move the clock). Set
+    /// them again to test them.
     public static var forTesting: ErrorBusConfiguration {
         var configuration = ErrorBusConfiguration()
         configuration.release.spread = .zero
         configuration.attemptTimeout = nil
+        configuration.settleWindow = .zero
         return configuration
     }
 }

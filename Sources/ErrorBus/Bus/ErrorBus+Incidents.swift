@@ -74,8 +74,8 @@ extension ErrorBus {
     /// Schedules a step. A later deadline for the step already scheduled only moves the deadline
     /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
     /// deadline back costs no timer each.
-    private func schedule(_ step: PolicyStep, at deadline: TimelineInstant, for incident: IncidentRecord) {
-        let waiting: IncidentState = step == .close ? .collecting : .waiting
+    func schedule(_ step: PolicyStep, at deadline: TimelineInstant, for incident: IncidentRecord) {
+        let waiting: IncidentState = step == .close ? (incident.recovered != nil ? .settling : .collecting) : .waiting
         if incident.state == waiting, let next = incident.next, next.step == step, deadline >= next.at {
             incident.next = (step, deadline)
             return
@@ -150,7 +150,7 @@ extension ErrorBus {
             emit(BusEvent(kind: .reauthStarted, incident: incident.snapshot(at: clock.now())))
             work.yield(.reauthenticate(incident.id, generation: generation, realm: incident.fingerprint.scope))
         case .close:
-            resolve(incident, as: .closed)
+            resolve(incident, as: incident.recovered != nil ? .recovered : .closed)
         }
     }
 
@@ -203,8 +203,9 @@ extension ErrorBus {
         incident.generation &+= 1
         incident.next = nil
         incident.resolution = resolution
-        incident.closed = now
-        incident.closedAt = Date()
+        // A settled incident ended when its cause went away.
+        incident.closed = resolution == .recovered ? incident.recovered?.at ?? now : now
+        incident.closedAt = resolution == .recovered ? incident.recovered?.date ?? Date() : Date()
         transition(incident, to: .resolved)
         incidents[incident.id] = nil
         if openIncidents[incident.fingerprint] === incident {
@@ -324,7 +325,7 @@ extension ErrorBus {
         transition(incident, to: .releasing)
         emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
         if incident.isEmpty {
-            resolve(incident, as: incident.fingerprint.kind == .invalid ? .closed : .recovered)
+            if incident.fingerprint.kind == .invalid { resolve(incident, as: .closed) } else { recovered(incident) }
         } else {
             work.yield(.release(incident.id, generation: incident.generation))
         }
@@ -379,10 +380,23 @@ extension ErrorBus {
     private func releaseFinished(_ id: IncidentID, generation: UInt64) {
         guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else { return }
         if incident.isEmpty {
-            resolve(incident, as: .recovered)
+            recovered(incident)
         } else {
             work.yield(.release(id, generation: generation))
         }
+    }
+
+    /// Its cause is gone and its jobs released: it resolves, after the settle window if there is
+    /// one (an incident of one job resolves at once: its job succeeded).
+    private func recovered(_ incident: IncidentRecord) {
+        let window = configuration.settleWindow
+        guard window > .zero, !incident.isolation else {
+            resolve(incident, as: .recovered)
+            return
+        }
+        let now = clock.now()
+        incident.recovered = (now, Date())
+        schedule(.close, at: now.advanced(by: window), for: incident)
     }
 
     // MARK: - Retry budget

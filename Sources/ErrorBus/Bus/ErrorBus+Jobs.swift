@@ -523,6 +523,16 @@ extension ErrorBus {
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
             return decision
         }
+        if incident.state == .settling {
+            // Its cause came back within the settle window: the same incident again, its
+            // policy going on where it was.
+            incident.recovered = nil
+            incident.failures &+= 1
+            incident.category = failure.category
+            let decision = park(command, in: incident, failed: true, failure: failure)
+            releaseInterrupted(incident, by: failure)
+            return decision
+        }
         if incident.state == .releasing {
             incident.failures &+= 1
             incident.category = failure.category

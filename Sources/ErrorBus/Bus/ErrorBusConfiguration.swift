@@ -30,6 +30,11 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
     /// An `invalid` incident stays open to group same-cause dead letters until none arrived for
     /// this long.
     public var deadLetterGroupingWindow: Duration = .seconds(60)
+    /// An incident whose cause went away and whose jobs were all released stays open this long
+    /// (``IncidentState/settling``), holding nothing back: the same cause coming back meanwhile is
+    /// this incident again, its policy going on where it was (its back-off longer), not a new
+    /// one; a cause that flaps is one incident. `.zero`: it resolves at once.
+    public var settleWindow: Duration = .seconds(10)
     /// How many events an event subscriber may fall behind before it loses the oldest.
     public var eventBufferSize = 1_024
     /// How many resolved incidents the snapshot keeps.

@@ -56,6 +56,9 @@ final class IncidentRecord {
     /// An operator took parked jobs out of it (``ErrorBus/cancel(job:service:)``): if that
     /// leaves it nothing to try, it ends discarded.
     var emptiedByOperator = false
+    /// When its cause went away and its jobs were released, while it settles
+    /// (``ErrorBusConfiguration/settleWindow``): the time it resolves as of.
+    var recovered: (at: TimelineInstant, date: Date)?
     var closed: TimelineInstant?
     var closedAt: Date?
 

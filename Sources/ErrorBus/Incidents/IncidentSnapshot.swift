@@ -77,12 +77,16 @@ public struct IncidentState: RawRepresentable, Sendable, Hashable, Codable, Cust
     public static let releasing = IncidentState(rawValue: "releasing")
     /// An `invalid` incident grouping same-cause dead letters.
     public static let collecting = IncidentState(rawValue: "collecting")
+    /// Its cause went away and its jobs were released; it stays open for
+    /// ``ErrorBusConfiguration/settleWindow``, holding nothing back, so that the same cause
+    /// coming back is this incident again. Resolves ``Resolution/recovered``.
+    public static let settling = IncidentState(rawValue: "settling")
     /// Over.
     public static let resolved = IncidentState(rawValue: "resolved")
 
     /// Whether the incident holds back new work of its scope in this state.
     var holdsScope: Bool {
-        self != .releasing && self != .collecting && self != .resolved
+        self != .releasing && self != .collecting && self != .settling && self != .resolved
     }
 }
 

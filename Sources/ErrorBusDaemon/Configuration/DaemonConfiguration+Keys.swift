@@ -523,6 +523,15 @@ extension ErrorBusConfiguration {
             .init("dead-letter-grouping-window", \.deadLetterGroupingWindow, .duration(.greaterThan(.zero)), restart: true, """
                 Dead letters with the same cause are grouped into one incident until none arrived for this long.
                 """),
+            .init("settle-window", \.settleWindow, .duration(.atLeast(.zero)), restart: true, """
+                An incident whose cause went away stays open this long, holding nothing back, so that the same cause \
+                coming back (an API that flaps) is the same incident, its back-off going on, not a new one; 0s: it \
+                resolves at once.
+                """),
+            .init("attempt-timeout", \.attemptTimeout, ValueType.duration(.greaterThan(.zero)).orNone, restart: true, """
+                How long one upload, fetch or sign-in may run before it is cancelled and counts as a transient failure; \
+                empty: no limit. A backstop: api.request-timeout bounds each request first.
+                """),
             .init("event-buffer-size", \.eventBufferSize, .integer(.atLeast(1)), restart: true, """
                 How many events a subscriber (errorbusctl watch) may fall behind before it loses the oldest.
                 """),

@@ -220,7 +220,8 @@ struct ControlService: Sendable {
         if incidents.contains(where: { $0.state == .paused || $0.category.kind == .fatal }) { return .paused }
         if incidents.contains(where: { $0.state == .needsOperator }) { return .needsOperator }
         // An `invalid` incident sets rejected jobs aside; it holds nothing else back.
-        if incidents.contains(where: { $0.category.kind != .invalid }) { return .held }
+        // Nor does one whose cause went away, settling.
+        if incidents.contains(where: { $0.category.kind != .invalid && $0.state != .settling }) { return .held }
         return .running
     }
 

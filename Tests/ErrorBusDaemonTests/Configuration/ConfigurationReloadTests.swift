@@ -43,6 +43,8 @@ import Testing
         "bus.retry-budget.floor-per-minute": "3",
         "bus.retry-budget.capacity": "20",
         "bus.isolation.max-attempts": "3",
+        "bus.settle-window": "1m",
+        "bus.attempt-timeout": "10m",
         "bus.isolation.backoff.base": "1s",
         "bus.isolation.backoff.factor": "3",
         "bus.isolation.backoff.cap": "10m",

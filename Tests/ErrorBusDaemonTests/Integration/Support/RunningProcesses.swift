@@ -218,6 +218,8 @@ final class DaemonProcess: Sendable {
             cap: 1s
           release:
             spread: 1ms
+          # An incident resolves as soon as its jobs are released, as the tests expect.
+          settle-window: 0s
         control:
           socket-path: \(control)
         \(extra)
