@@ -122,6 +122,29 @@ struct DaemonIntegrationTests {
         }
     }
 
+    /// Every token revoked while uploads are in flight with it, their answers slow: the refusals
+    /// that come after the new token was fetched refused the old one, and cost nothing more.
+    @Test func tokensRevokedWithUploadsInFlightCostExactlyOneTokenRequest() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try daemon.drop("first.bin", content: Self.content(100))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let before = try await sandbox.stats().tokens.requests
+
+            // Each upload's answer comes a second after it was sent, its token checked then.
+            try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":1000}"#)
+            for number in 0..<16 { try daemon.drop("slow-\(number).bin", content: Self.content(number)) }
+            try await daemon.waitForLog("claiming queued jobs")
+            try await sandbox.fault(#"{"mode":"expireTokens"}"#)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+
+            let stats = try await sandbox.stats()
+            #expect(stats.tokens.requests == before + 1)
+            #expect(stats.requests.byRoute["items"]?["401"] ?? 0 >= 2, "\(stats.requests.byRoute)")
+            #expect(try await sandbox.items().count == 17)
+            #expect(BoundedLossIntegrationTests.occurrences(of: "opened: ", in: daemon.log) <= 1, "\(daemon.log)")
+        }
+    }
+
     @Test func uploadsNeedingATokenParkWhileTheTokenEndpointIsDown() async throws {
         // The first token request fails: every upload asks for a token, gets the endpoint's
         // failure, and parks in the host's incident; none waits on a token request that is
