@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Writes the man pages of errorbusd and errorbusctl, and checks them.
 
-  scripts/lib/manpages.py BIN_DIR OUTPUT_DIR [--date YYYY-MM-DD] [--authors NAME] [--lint]
+  scripts/lib/manpages.py BIN_DIR MAN_DIR [--date YYYY-MM-DD] [--authors NAME] [--lint]
 
 BIN_DIR holds errorbusd, errorbusctl and swift-argument-parser's generate-manual (any build:
-.build-static/release for scripts/install, .build/debug for scripts/test). The pages are
-generate-manual's, from each program's own description of its arguments
-(--experimental-dump-help), with what generate-manual cannot express put right:
+.build-static/release for scripts/install, .build/debug for scripts/test). The pages go into
+MAN_DIR/manN (man8/errorbusd.8, man1/errorbusctl.1, man1/errorbusctl.status.1, …, and
+man5/errorbusd.yaml.5 where errorbusd writes it). errorbusd is a daemon (section 8),
+errorbusctl a command (section 1). Their pages are generate-manual's, from each program's own
+description of its arguments (--experimental-dump-help), with what generate-manual cannot
+express put right:
 
 - the argument parser lists its own `help` command as a subcommand of every program; errorbusd
   has no other, so its synopsis would show a subcommand it does not take: dropped there;
@@ -16,12 +19,20 @@ generate-manual's, from each program's own description of its arguments
 - a discussion's blank lines become paragraph breaks, and each sentence starts a line, as mdoc
   wants (mandoc warns otherwise); a paragraph break with nothing after it is dropped.
 
+Pages a program writes whole are taken as it writes them (WHOLE_PAGES): the configuration
+reference errorbusd.yaml(5), from `errorbusd --config-reference man`, where errorbusd has that
+option.
+
 --lint then fails unless `mandoc -T lint -W warning` and groff (`-mandoc -ww -z`) say nothing
 about any page.
 """
 import argparse, json, os, re, shutil, subprocess, sys, tempfile
 
-PROGRAMS = (("errorbusd", False), ("errorbusctl", True))  # name, one page per command
+PROGRAMS = (("errorbusd", 8, False), ("errorbusctl", 1, True))  # name, section, one page per command
+# (program, its option that writes the page, the page): taken when the program has the option.
+WHOLE_PAGES = (
+    ("errorbusd", ["--config-reference", "man"], "errorbusd.yaml.5"),
+)
 EXIT_ENTRY = re.compile(r"^ {1,4}(\d+) +(\S.*)$")
 UNBREAKABLE = re.compile(r"(?<![\\\w])[\w:-]*[./][\w:-][\w./:-]*")
 SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\"'}][.?!]) +(?=[A-Z0-9(\"'{])")
@@ -36,11 +47,20 @@ def dump_help(binary):
     return info
 
 
+def has_option(binary, name):
+    """Whether the program takes `--name` (from its own description of its arguments)."""
+    info = dump_help(binary)
+    return any(
+        entry.get("name") == name
+        for argument in info["command"].get("arguments", [])
+        for entry in argument.get("names", [])
+    )
+
+
 def generate(bin_dir, output, date, authors):
-    os.makedirs(output, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory(prefix="errorbus-manpages-") as work:
-        for name, multi_page in PROGRAMS:
+        for name, section, multi_page in PROGRAMS:
             # generate-manual runs the program it is given with --experimental-dump-help: it is
             # given one that prints the corrected description.
             description = os.path.join(work, name + ".json")
@@ -52,20 +72,33 @@ def generate(bin_dir, output, date, authors):
             os.chmod(tool, 0o755)
             pages = os.path.join(work, name + "-pages")
             os.makedirs(pages)
-            command = [os.path.join(bin_dir, "generate-manual"), tool, "--authors", authors, "--output-directory", pages]
+            command = [os.path.join(bin_dir, "generate-manual"), tool, "--section", str(section), "--authors", authors,
+                       "--output-directory", pages]
             if date:
                 command += ["--date", date]
             if multi_page:
                 command.append("--multi-page")
             subprocess.run(command, check=True)
             texts = {page: open(os.path.join(pages, page)).read() for page in sorted(os.listdir(pages))}
-            exit_list = exit_status(texts.get(name + ".1", ""))
+            exit_list = exit_status(texts.get("%s.%d" % (name, section), ""))
             for page, text in texts.items():
-                fixed = fix(text, exit_list)
-                with open(os.path.join(output, page), "w") as file:
-                    file.write(fixed)
-                written.append(os.path.join(output, page))
+                written.append(write(output, page, fix(text, exit_list)))
+    for name, arguments, page in WHOLE_PAGES:
+        binary = os.path.join(bin_dir, name)
+        if has_option(binary, arguments[0].lstrip("-")):
+            text = subprocess.run([binary] + arguments, check=True, capture_output=True, text=True).stdout
+            written.append(write(output, page, text))
     return written
+
+
+def write(man_dir, page, text):
+    """Writes `page` (name.section) into its section's directory of `man_dir`; returns its path."""
+    directory = os.path.join(man_dir, "man" + page.rsplit(".", 1)[1])
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, page)
+    with open(path, "w") as file:
+        file.write(text)
+    return path
 
 
 def exit_status(page):

@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Watches errorbusd.service while a call waits for its answer, and ends the wait when the
+/// service's start fails: a call on the socket of a service that cannot start would otherwise
+/// wait for the call's whole timeout (30 s) and say nothing of why.
+///
+/// Nothing is asked while the answer comes quickly: the first look is after `grace`. The watch
+/// ends as soon as the service runs (it will answer, or the call's own timeout applies); while it
+/// starts, or waits to be started again, it looks every `interval`. A start that ended in failure
+/// after the call was made (``ServiceDiagnosis/failed(since:)``) ends the call with ``Failed``.
+struct UnitWatch {
+    /// The service's start failed while the call waited; `line` says why.
+    struct Failed: Error {
+        var line: String
+    }
+
+    var units: SystemdUnits?
+    var grace = Duration.milliseconds(300)
+    var interval = Duration.milliseconds(200)
+
+    /// Runs `call`, ending it with ``Failed`` when errorbusd.service fails meanwhile.
+    func whileWaiting<Result>(_ call: () async throws -> Result) async throws -> Result {
+        #if canImport(Glibc)
+        guard let units else { return try await call() }
+        let calledAt = Self.monotonicMicroseconds()
+        // The call runs in a child task of its own so that the watch can cancel it (which closes
+        // its connection). It is the only task that ever touches the call and its result, and the
+        // group waits for it before returning: moving them across is safe.
+        return try await withoutActuallyEscaping(call) { call in
+            let operation = UncheckedTransfer(call)
+            return try await withThrowingTaskGroup(of: UncheckedTransfer<Result>?.self) { group in
+                group.addTask { UncheckedTransfer(try await operation.value()) }
+                group.addTask {
+                    try await watch(units, since: calledAt)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                while let finished = try await group.next() {
+                    if let result = finished { return result.value }
+                }
+                preconditionFailure("the call's task ended without a result")
+            }
+        }
+        #else
+        return try await call()
+        #endif
+    }
+
+    #if canImport(Glibc)
+    /// Returns when watching has nothing more to tell (the service runs, or systemd cannot say);
+    /// throws ``Failed`` when a start after `moment` failed. Cancelled when the call ends first.
+    private func watch(_ units: SystemdUnits, since moment: UInt64) async throws {
+        try await Task.sleep(for: grace)
+        while true {
+            guard let diagnosis = units.current(), !diagnosis.isRunning else { return }
+            if diagnosis.failed(since: moment) {
+                throw Failed(line: diagnosis.line(journal: units.lastWords(of: diagnosis)))
+            }
+            try await Task.sleep(for: interval)
+        }
+    }
+
+    /// CLOCK_MONOTONIC in microseconds, the clock of systemd's `…TimestampMonotonic` properties.
+    private static func monotonicMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
+    }
+    #endif
+}
+
+/// A value handed to and from the one child task that uses it (``UnitWatch/whileWaiting(_:)``).
+/// Not `Sendable` by itself: unchecked, because exactly one task holds it at a time and the
+/// group's end orders the hand-over.
+private struct UncheckedTransfer<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
