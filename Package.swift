@@ -84,6 +84,7 @@ let package = Package(
         .target(
             name: "ErrorBus",
             dependencies: [
+                "ErrorBusUnits",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -91,6 +92,10 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // How durations and byte counts are written, in operators' words, in columns and as the
+        // configuration reads them: for the bus, errorbusd, errorbusctl and the reference. No
+        // dependencies, no platform code.
+        .target(name: "ErrorBusUnits"),
         // A manual clock, a bus run for a test, its events, scripted probes and authenticators.
         .target(
             name: "ErrorBusTesting",
@@ -118,7 +123,7 @@ let package = Package(
         // ErrorBusHTTP (which know nothing of each other); ErrorBusDaemon; errorbusd.
 
         // What every layer of errorbusd uses: system calls that throw errno errors naming the
-        // call and path, and the texts of durations and byte counts that operators read.
+        // call and path.
         .target(
             name: "ErrorBusSupport"
         ),
@@ -140,6 +145,7 @@ let package = Package(
             name: "ErrorBusHTTP",
             dependencies: [
                 "ErrorBus",
+                "ErrorBusUnits",
                 "ErrorBusSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -157,6 +163,7 @@ let package = Package(
             name: "ErrorBusDaemon",
             dependencies: [
                 "ErrorBus",
+                "ErrorBusUnits",
                 "ErrorBusSupport",
                 "ErrorBusStore",
                 "ErrorBusHTTP",
@@ -166,6 +173,7 @@ let package = Package(
                 "Varlink",
                 "ErrorBusControl",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -214,6 +222,7 @@ let package = Package(
             name: "errorbusctl",
             dependencies: [
                 "Varlink",
+                "ErrorBusUnits",
                 "ErrorBusControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -245,6 +254,7 @@ let package = Package(
             name: "ErrorBusDaemonTests",
             dependencies: [
                 "ErrorBusDaemon",
+                "ErrorBusUnits",
                 "ErrorBusStore",
                 "ErrorBusHTTP",
                 "ErrorBusSupport",

@@ -342,10 +342,13 @@ extension Control {
         public var incident: Incident
         /// The ids of the jobs parked under it, in release order (at most 1000).
         public var parkedJobs: [String]
+        /// The same jobs with their services and names (an outbox file's, a resource's).
+        public var parked: [JobName]
 
-        public init(incident: Incident, parkedJobs: [String]) {
+        public init(incident: Incident, parked: [JobName]) {
             self.incident = incident
-            self.parkedJobs = parkedJobs
+            self.parkedJobs = parked.map(\.id)
+            self.parked = parked
         }
     }
 
@@ -431,6 +434,8 @@ extension Control {
 
     /// A job by id: the parameters of `Cancel` and `NoSuchJob`.
     public struct JobReference: Codable, Sendable, Equatable {
+        /// For `Cancel`, also the id's first characters (at least ``minimumJobIDPrefix``) when
+        /// no other job's id starts with them.
         public var id: String
         /// Default: sync.
         public var service: String?
@@ -438,6 +443,42 @@ extension Control {
         public init(id: String, service: String? = nil) {
             self.id = id
             self.service = service
+        }
+    }
+
+    /// How many of a job's first characters name it at the least, when no other job's id
+    /// starts with them (as git takes an abbreviated commit id).
+    public static let minimumJobIDPrefix = 4
+
+    /// A job by its id and what people call it.
+    public struct JobName: Codable, Sendable, Equatable, VarlinkNamedType {
+        public var id: String
+        public var service: String
+        /// An outbox file's name, a resource's; `nil` when the job has none.
+        public var name: String?
+
+        public init(id: String, service: String, name: String?) {
+            self.id = id
+            self.service = service
+            self.name = name
+        }
+    }
+
+    /// The parameters of `AmbiguousJob`.
+    public struct AmbiguousJobID: Codable, Sendable, Equatable {
+        /// The id as given.
+        public var id: String
+        public var service: String
+        /// How many jobs' ids start with it.
+        public var matches: Int
+        /// A few of them, in id order.
+        public var candidates: [JobName]
+
+        public init(id: String, service: String, matches: Int, candidates: [JobName]) {
+            self.id = id
+            self.service = service
+            self.matches = matches
+            self.candidates = candidates
         }
     }
 
@@ -461,6 +502,8 @@ extension Control {
     /// What `Retry` and `Discard` act on: exactly one of the three.
     public struct Target: Codable, Sendable, Equatable {
         public var incident: Int?
+        /// A job's id, or its first characters (at least ``minimumJobIDPrefix``) when no other
+        /// job's id starts with them.
         public var job: String?
         public var deadLetters: Bool?
 

@@ -39,7 +39,7 @@ public enum Control {
     public static let getIncident = VarlinkMethod<IncidentReference, IncidentDetail>(
         interface: interfaceName,
         name: "GetIncident",
-        documentation: "One incident, open or from the history, with the jobs parked under it."
+        documentation: "One incident, open or from the history, with the jobs parked under it: their ids\n(parkedJobs), and their ids, services and names (parked), in release order."
     )
 
     /// `ListJobs`
@@ -69,21 +69,21 @@ public enum Control {
     public static let retry = VarlinkMethod<Target, Count>(
         interface: interfaceName,
         name: "Retry",
-        documentation: "Mutating. Takes an incident's next step now, queues a dead-lettered job again (or\nretries the incident a parked job waits under), or queues every dead letter\nagain ('deadLetters'). Set exactly one of 'incident', 'job', 'deadLetters'."
+        documentation: "Mutating. Takes an incident's next step now, queues a dead-lettered job again (or\nretries the incident a parked job waits under), or queues every dead letter\nagain ('deadLetters'). Set exactly one of 'incident', 'job', 'deadLetters'.\nA job is named by its id or by its first characters (4 at least)."
     )
 
     /// `Discard` (mutating)
     public static let discard = VarlinkMethod<Target, Count>(
         interface: interfaceName,
         name: "Discard",
-        documentation: "Mutating. Gives up an open incident (every job parked under it is discarded), one\ndead-lettered job, or every dead letter ('deadLetters'). Set exactly one."
+        documentation: "Mutating. Gives up an open incident (every job parked under it is discarded), one\ndead-lettered job, or every dead letter ('deadLetters'). Set exactly one.\nA job is named by its id or by its first characters (4 at least)."
     )
 
     /// `Cancel` (mutating)
     public static let cancel = VarlinkMethod<JobReference, VarlinkEmpty>(
         interface: interfaceName,
         name: "Cancel",
-        documentation: "Mutating. Stops one parked job (service default: sync); it is discarded."
+        documentation: "Mutating. Stops one parked job (service default: sync); it is discarded. The\njob is named by its id or by its first characters (4 at least)."
     )
 
     /// `Pause` (mutating)
@@ -135,6 +135,13 @@ public enum Control {
         interface: interfaceName,
         name: "NoSuchJob",
         documentation: "errorbusd has no job of this id."
+    )
+
+    /// `AmbiguousJob`
+    public static let ambiguousJob = VarlinkErrorDeclaration<AmbiguousJobID>(
+        interface: interfaceName,
+        name: "AmbiguousJob",
+        documentation: "The id names a job by its first characters (4 at least), and more than one\njob's id starts with them: matches says how many, candidates shows a few."
     )
 
     /// `JobNotActionable`
@@ -200,11 +207,12 @@ public enum Control {
                     .type(Scope.self, documentation: "One scope's adaptive concurrency: how many of its jobs may run at once, run,\nand wait."),
                     .type(Incident.self, documentation: "An incident: one cause, its failures and the work it holds back."),
                     .type(Job.self, documentation: "A job of the store (an outbox file of sync)."),
+                    .type(JobName.self, documentation: "A job by its id and what people call it (an outbox file's name, a resource's)."),
                     .method(getStatus), .method(listIncidents), .method(getIncident), .method(listJobs),
                     .method(listDeadLetters), .method(watch),
                     .method(retry), .method(discard), .method(cancel), .method(pause), .method(resume),
                     .method(reauthenticate), .method(reload), .method(getMetrics),
-                    .error(noSuchIncident), .error(noSuchJob), .error(jobNotActionable), .error(noSuchService), .error(permissionDenied),
+                    .error(noSuchIncident), .error(noSuchJob), .error(ambiguousJob), .error(jobNotActionable), .error(noSuchService), .error(permissionDenied),
                     .error(invalidTarget), .error(reloadFailed), .error(configurationUnusable), .error(storeUnavailable),
                 ]
             )

@@ -1,10 +1,10 @@
-package import AsyncHTTPClient
-package import ErrorBus
-package import Logging
+public import AsyncHTTPClient
+public import ErrorBus
+public import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Tells the ``ErrorBus`` whether the API answers again, and whether a paused service's local
+/// Tells an `ErrorBus` whether the API answers again, and whether a paused service's local
 /// condition has cleared.
 ///
 /// - Network scopes (`unreachable`, `transient`, `rateLimited`; the scope is an origin): the
@@ -21,24 +21,28 @@ import NIOHTTP1
 /// (``AsyncHTTPClient/HTTPClient/Configuration/errorbusAPI(connectTimeout:readTimeout:)`` is):
 /// a portal's redirect is the most telling answer there is. A client that follows them still
 /// gets an unreachable result (the portal's page is not a 204), with a less precise reason.
-package struct APIProbe: ReachabilityProbe {
+public struct APIProbe: ReachabilityProbe {
     /// Where and how to probe.
-    package struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable {
         /// The API's base URL, e.g. `https://api.example.net`; its origin is the scope probed.
-        package var baseURL: String
+        public var baseURL: String
         /// The probe's path under the base URL, or an absolute `http(s)://` URL.
-        package var probePath: String
+        public var probePath: String
         /// How long one probe may take, answer included.
-        package var timeout: Duration
+        public var timeout: Duration
 
-        package init(baseURL: String, probePath: String = "/healthz", timeout: Duration = .seconds(5)) {
+        /// - Parameters:
+        ///   - baseURL: the API's base URL, e.g. `https://api.example.net`.
+        ///   - probePath: the probe's path under `baseURL`, or an absolute `http(s)://` URL.
+        ///   - timeout: how long one probe may take, answer included.
+        public init(baseURL: String, probePath: String = "/healthz", timeout: Duration = .seconds(5)) {
             self.baseURL = baseURL
             self.probePath = probePath
             self.timeout = timeout
         }
 
         /// The URL probed: the base URL without a trailing `/`, then the probe path.
-        package var probeURL: String {
+        public var probeURL: String {
             if probePath.contains("://") { return probePath }
             var base = Substring(baseURL)
             while base.hasSuffix("/") { base = base.dropLast() }
@@ -46,13 +50,14 @@ package struct APIProbe: ReachabilityProbe {
         }
 
         /// The scope network failures of the API are grouped by (``HTTPFailure/origin``).
-        package var apiOrigin: String { RequestTarget(url: baseURL).origin }
+        public var apiOrigin: String { RequestTarget(url: baseURL).origin }
     }
 
     /// Checks a local condition for a service's `fatal` incident.
-    package typealias LocalCheck = @Sendable () async -> ProbeResult
+    public typealias LocalCheck = @Sendable () async -> ProbeResult
 
-    package let configuration: Configuration
+    /// Where and how it probes.
+    public let configuration: Configuration
     private let client: HTTPClient
     private let localChecks: [String: LocalCheck]
     private let logger: Logger
@@ -62,14 +67,17 @@ package struct APIProbe: ReachabilityProbe {
     ///   - client: a shared client that does not follow redirects.
     ///   - localChecks: checks by service name, for `fatal` scopes.
     ///   - logger: where probe results are logged (debug).
-    package init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
+    public init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
         self.configuration = configuration
         self.client = client
         self.localChecks = localChecks
         self.logger = logger
     }
 
-    package func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
+    /// Whether `scope` answers again, as the bus asks for an incident of `kind`: a `GET` of the
+    /// probe URL for the API's origin, the local check for a `fatal` service, `.unsupported`
+    /// for anything else.
+    public func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
         switch kind {
         case .unreachable, .transient, .rateLimited:
             guard scope == configuration.apiOrigin else { return .unsupported }

@@ -8,9 +8,9 @@ import ErrorBus
 /// `422=permanent`. A rule with a problem type matches only an answer whose RFC 9457 problem
 /// details carry that `type`; of the rules matching an answer, the first with a problem type wins,
 /// then the first without.
-package struct ClassificationOverride: Sendable, Equatable, CustomStringConvertible {
+public struct ClassificationOverride: Sendable, Equatable, CustomStringConvertible {
     /// What an overridden answer becomes.
-    package enum Category: String, Sendable, Equatable, CaseIterable {
+    public enum Category: String, Sendable, Equatable, CaseIterable {
         /// Retried with back-off under an incident.
         case transient
         /// Rejected: the job is set aside as a dead letter, never retried by itself.
@@ -24,24 +24,26 @@ package struct ClassificationOverride: Sendable, Equatable, CustomStringConverti
     }
 
     /// The status it applies to (100…599).
-    package var status: Int
+    public var status: Int
     /// The problem type it applies to; `nil`: any answer with the status.
-    package var problemType: String?
-    package var category: Category
+    public var problemType: String?
+    /// What the answers it matches become.
+    public var category: Category
 
-    package init(status: Int, problemType: String? = nil, category: Category) {
+    /// A rule; ``parse(_:)`` makes one from its written form.
+    public init(status: Int, problemType: String? = nil, category: Category) {
         self.status = status
         self.problemType = problemType
         self.category = category
     }
 
     /// How a rule is written, for error messages.
-    package static let expectation =
+    public static let expectation =
         "STATUS[ PROBLEM-TYPE]=CATEGORY (\"422=permanent\", \"403 https://api.example.com/problems/quota=transient\"), CATEGORY one of "
         + Category.allCases.map(\.rawValue).joined(separator: ", ")
 
     /// Parses one rule; `nil` with the reason when it is not one.
-    package static func parse(_ text: String) -> Result<ClassificationOverride, ParseError> {
+    public static func parse(_ text: String) -> Result<ClassificationOverride, ParseError> {
         guard let equals = text.lastIndex(of: "=") else { return .failure(ParseError("has no \"=CATEGORY\"")) }
         let categoryText = text[text.index(after: equals)...].trimmingSpaces
         guard let category = Category(rawValue: categoryText.lowercased()) else {
@@ -58,12 +60,15 @@ package struct ClassificationOverride: Sendable, Equatable, CustomStringConverti
         return .success(ClassificationOverride(status: status, problemType: match.count == 2 ? String(match[1]) : nil, category: category))
     }
 
-    package struct ParseError: Error, Equatable, CustomStringConvertible {
-        package var description: String
+    /// Why a text is not a rule, e.g. `"abc" is not a category`.
+    public struct ParseError: Error, Equatable, CustomStringConvertible {
+        /// The reason, for a message naming the rule.
+        public var description: String
         init(_ description: String) { self.description = description }
     }
 
-    package var description: String {
+    /// The rule as it is written, e.g. `403 https://api.example.com/problems/quota=transient`.
+    public var description: String {
         "\(status)\(problemType.map { " " + $0 } ?? "")=\(category.rawValue)"
     }
 
@@ -90,7 +95,7 @@ extension HTTPFailure {
     /// This failure as `rules` classify it: the first rule matching its status and problem type,
     /// else the first matching its status alone; unchanged when none does. The cause becomes
     /// `override<STATUS>` and the operator text says which rule decided.
-    package func overridden(by rules: [ClassificationOverride]) -> HTTPFailure {
+    public func overridden(by rules: [ClassificationOverride]) -> HTTPFailure {
         guard status != nil, !rules.isEmpty else { return self }
         let rule = rules.first { $0.problemType != nil && $0.matches(self) } ?? rules.first { $0.problemType == nil && $0.matches(self) }
         guard let rule else { return self }

@@ -1,8 +1,8 @@
-package import AsyncHTTPClient
-package import NIOCore
+public import AsyncHTTPClient
+public import NIOCore
 
 extension HTTPClient.Configuration {
-    /// A client configuration for errorbusd's API traffic and its probe.
+    /// A client configuration for the requests to an API and its probe (errorbusd's own).
     ///
     /// - Redirects are **not** followed: an API that answers with a redirect is a captive portal
     ///   or a proxy, and ``HTTPFailure`` and ``APIProbe`` need to see it to say so.
@@ -12,7 +12,7 @@ extension HTTPClient.Configuration {
     ///   bounded by ``AsyncHTTPClient/HTTPClientResponse/collectBody(upTo:deadline:method:url:)``.
     /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
     ///   must not expand past the limit unnoticed.
-    package static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
+    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
         HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: connectTimeout, read: readTimeout),

@@ -1,5 +1,5 @@
-package import AsyncHTTPClient
-package import NIOCore
+public import AsyncHTTPClient
+public import NIOCore
 import ErrorBus
 import NIOHTTP1
 import Synchronization
@@ -22,7 +22,7 @@ extension HTTPClientResponse {
     /// - Throws: ``HTTPFailure``: `bodyTooLarge` (invalid) over the limit, `deadlineExceeded`
     ///   (transient) past the deadline, or the classified connection error (`connectionReset`
     ///   for a body cut short, …).
-    package func collectBody(upTo limit: Int, deadline: NIODeadline, method: String, url: String) async throws(HTTPFailure) -> ByteBuffer {
+    public func collectBody(upTo limit: Int, deadline: NIODeadline, method: String, url: String) async throws(HTTPFailure) -> ByteBuffer {
         let announced = headers.first(name: "Content-Length").flatMap { Int($0) }
         if let announced, announced > limit {
             throw HTTPFailure.bodyTooLarge(method: method, url: url, status: Int(status.code), limit: limit, announced: announced)

@@ -1,6 +1,6 @@
-package import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
-package import NIOCore
+public import NIOCore
 import NIOHTTP1
 
 extension HTTPClientResponse {
@@ -8,6 +8,7 @@ extension HTTPClientResponse {
     /// time), decoded from JSON as `Value`.
     ///
     /// - Parameters:
+    ///   - type: the type the body decodes to.
     ///   - limit: the most bytes read.
     ///   - deadline: when reading gives up.
     ///   - method: the request method, for the failure.
@@ -18,7 +19,7 @@ extension HTTPClientResponse {
     ///     instead, for the failure ("a bearer token").
     /// - Throws: ``HTTPFailure``: the body's own failures, or `undecodable` (invalid) when it does
     ///   not decode as `Value` or `refusal` refuses what it decodes to.
-    package func decodeBody<Value: Decodable>(
+    public func decodeBody<Value: Decodable>(
         as type: Value.Type,
         upTo limit: Int = 64 * 1024,
         deadline: NIODeadline,

@@ -1,12 +1,13 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusSupport
-package import NIOCore
+public import NIOCore
 
 extension HTTPFailure {
     /// How much of an error answer's body is read to explain it (a problem document, an OAuth
     /// error, a line of text): 64 KiB. A longer body is not read further and the failure is
     /// classified by its status alone.
-    package static let errorBodyLimit = 64 * 1024
+    public static let errorBodyLimit = 64 * 1024
 
     /// An answer whose body is not what the request expected: garbage, an HTML page, JSON of
     /// another shape. `invalid`, cause `undecodableResponse`: the same request would get the same
@@ -17,10 +18,15 @@ extension HTTPFailure {
     /// only takes a `204` for an answer — keeps the other work parked while that lasts.
     ///
     /// - Parameters:
+    ///   - method: the request method, e.g. `"GET"`.
+    ///   - url: the request URL.
+    ///   - status: the answer's status.
+    ///   - contentType: the answer's `Content-Type`, if it had one.
+    ///   - body: the body as it was read (its first 16 KiB are looked at, for a page's title).
     ///   - expected: what the body should have been, for the message, e.g. `"a JSON token response"`.
     ///   - error: the decoder's error, kept for logs; `nil` when the body decoded but is not
     ///     what was expected (a receipt for another item).
-    package static func undecodable(
+    public static func undecodable(
         method: String,
         url: String,
         status: Int = 200,
@@ -67,9 +73,12 @@ extension HTTPFailure {
     /// dead-lettered and an operator decides (raise the limit, fix the server).
     ///
     /// - Parameters:
+    ///   - method: the request method, e.g. `"GET"`.
+    ///   - url: the request URL.
+    ///   - status: the answer's status, when its head was read.
     ///   - limit: the limit in bytes.
     ///   - announced: the `Content-Length` the server announced, if any.
-    package static func bodyTooLarge(method: String, url: String, status: Int? = nil, limit: Int, announced: Int? = nil) -> HTTPFailure {
+    public static func bodyTooLarge(method: String, url: String, status: Int? = nil, limit: Int, announced: Int? = nil) -> HTTPFailure {
         let target = RequestTarget(url: url)
         let size = announced.map { "a body of \(ByteCountText.format($0))" } ?? "a body of more than \(ByteCountText.format(limit))"
         return HTTPFailure(

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusSupport
@@ -43,7 +44,7 @@ extension HTTPFailure {
     /// or an intercepting proxy); the reachability gate parks the work and releases it once the
     /// probe gets a trusted answer again. A CA file that cannot be loaded is a local
     /// misconfiguration: `fatal`, which pauses the service until an operator fixes it.
-    package init(classifying error: any Error, method: String, url: String) {
+    public init(classifying error: any Error, method: String, url: String) {
         if let failure = error as? HTTPFailure {
             self = failure
             return

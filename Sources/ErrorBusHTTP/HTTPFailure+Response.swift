@@ -1,11 +1,11 @@
-package import AsyncHTTPClient
-package import NIOCore
+public import AsyncHTTPClient
+public import NIOCore
 import NIOHTTP1
 
 #if canImport(FoundationEssentials)
-package import FoundationEssentials
+public import FoundationEssentials
 #else
-package import Foundation
+public import Foundation
 #endif
 
 extension HTTPFailure {
@@ -21,7 +21,7 @@ extension HTTPFailure {
     ///     throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
     /// }
     /// ```
-    package static func classifying(
+    public static func classifying(
         _ response: HTTPClientResponse,
         method: String,
         url: String,

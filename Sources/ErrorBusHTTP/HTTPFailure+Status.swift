@@ -1,12 +1,13 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusSupport
-package import NIOCore
-package import NIOHTTP1
+public import NIOCore
+public import NIOHTTP1
 
 #if canImport(FoundationEssentials)
-package import FoundationEssentials
+public import FoundationEssentials
 #else
-package import Foundation
+public import Foundation
 #endif
 
 extension HTTPFailure {
@@ -27,11 +28,16 @@ extension HTTPFailure {
     /// | anything else (1xx, 2xx, 304, > 599) | invalid(reason) | `http<status>` |
     ///
     /// - Parameters:
+    ///   - status: the answer's status code.
+    ///   - headers: the answer's header fields (`Retry-After`, `RateLimit`, `WWW-Authenticate`,
+    ///     `Location`, `Content-Type`).
     ///   - body: the start of the answer's body, if it was read (a problem document is at most
     ///     a few KiB; ``HTTPFailure/errorBodyLimit`` is what ``HTTPFailure/classifying(_:method:url:deadline:now:)``
     ///     reads).
+    ///   - method: the request method, e.g. `"PUT"`.
+    ///   - url: the request URL.
     ///   - now: the time `Retry-After` dates are measured from.
-    package init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, method: String, url: String, now: Date = Date()) {
+    public init(status: Int, headers: HTTPHeaders, body: ByteBuffer?, method: String, url: String, now: Date = Date()) {
         let target = RequestTarget(url: url)
         let answer = ErrorAnswer(status: status, headers: headers, body: body, now: now)
         let diagnosis = StatusDiagnosis(answer: answer, target: target, request: "\(method) \(target.pathAndQuery)", method: method)

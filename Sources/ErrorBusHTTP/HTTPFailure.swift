@@ -1,44 +1,44 @@
-package import ErrorBus
+public import ErrorBus
 
-/// A failed HTTP exchange with the remote API, categorised for the ``ErrorBus``.
+/// A failed HTTP exchange with the remote API, categorised for an `ErrorBus`.
 ///
-/// The services never hand the bus a raw status code or a SwiftNIO error: they throw one of
+/// A service never hands the bus a raw status code or a SwiftNIO error: it throws one of
 /// these, made by one of the classification entry points —
 ///
 /// - ``init(classifying:method:url:)`` for an error AsyncHTTPClient or SwiftNIO threw (DNS,
 ///   refused, reset, timeouts, TLS, …),
 /// - ``init(status:headers:body:method:url:now:)`` for an answer with an unexpected status,
 /// - ``undecodable(method:url:status:contentType:body:expected:error:)`` for an answer whose
-///   body is not what was expected, and ``bodyTooLarge(method:url:limit:announced:)`` for one
+///   body is not what was expected, and ``bodyTooLarge(method:url:status:limit:announced:)`` for one
 ///   that is bigger than allowed.
 ///
 /// Each carries a short, stable ``cause`` (`connectionRefused`, `http503`, …) that takes part in
 /// the incident fingerprint, and ``operatorText`` an operator can act on. The underlying error is
 /// kept in ``underlying`` for logs only.
-package struct HTTPFailure: CategorizedError, Sendable {
+public struct HTTPFailure: CategorizedError, Sendable {
     /// Which policy the bus runs for this failure.
-    package var category: ErrorCategory
+    public var category: ErrorCategory
     /// A short, stable code for what went wrong, e.g. `"connectionRefused"` or `"http503"`.
-    package var cause: String
+    public var cause: String
     /// The request's host, lowercased, without port.
-    package var host: String
+    public var host: String
     /// The request's origin (scheme, host and port, ``RequestTarget/origin``): what network
     /// failures are grouped by.
-    package var origin: String
+    public var origin: String
     /// The request method, e.g. `"PUT"`.
-    package var method: String
+    public var method: String
     /// The request URL.
-    package var url: String
+    public var url: String
     /// What an operator reads about this failure.
-    package var operatorText: OperatorText
+    public var operatorText: OperatorText
     /// The status code the server answered, when it answered.
-    package var status: Int?
+    public var status: Int?
     /// How long the server asked us to wait (`Retry-After`), when it did.
-    package var retryAfter: Duration?
+    public var retryAfter: Duration?
     /// The RFC 9457 problem the server answered with, when it did.
-    package var problem: ProblemDetails?
+    public var problem: ProblemDetails?
     /// The error as it was thrown (AsyncHTTPClient, SwiftNIO, a decoder), for logs.
-    package var underlying: (any Error)?
+    public var underlying: (any Error)?
 
     /// The scope the bus groups this failure by.
     ///
@@ -47,7 +47,7 @@ package struct HTTPFailure: CategorizedError, Sendable {
     /// incident (and a server on another port of the same host is another scope). `nil` for `unauthenticated` (the bus then uses the job's auth realm: the single
     /// re-authentication is per realm, not per host) and for `fatal` (the job's service: a local
     /// misconfiguration pauses the service, whatever host it talks to).
-    package var scope: String? {
+    public var scope: String? {
         // The host for the kinds whose scope is one; the bus takes the job's realm or service.
         switch category.kind.scopeKind {
         case .host, .serviceAtHost: origin
@@ -57,7 +57,7 @@ package struct HTTPFailure: CategorizedError, Sendable {
 
     /// A failure with every field given; the classification entry points are usually what you
     /// want.
-    package init(
+    public init(
         category: ErrorCategory,
         cause: String,
         method: String,
@@ -88,7 +88,7 @@ package struct HTTPFailure: CategorizedError, Sendable {
 
 extension HTTPFailure: CustomStringConvertible {
     /// One log line: category, cause, request and, when there is one, the underlying error.
-    package var description: String {
+    public var description: String {
         var line = "HTTPFailure(\(category), \(cause)) \(method) \(url)"
         if let status { line += " status \(status)" }
         if let underlying { line += ": \(String(describing: underlying).prefix(300))" }

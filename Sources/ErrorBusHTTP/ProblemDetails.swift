@@ -8,19 +8,20 @@ import Foundation
 ///
 /// Every member is optional: a problem document may carry any subset, and extension members are
 /// ignored.
-package struct ProblemDetails: Sendable, Hashable, Decodable {
+public struct ProblemDetails: Sendable, Hashable, Decodable {
     /// A URI naming the kind of problem; `about:blank` when absent (RFC 9457 §3.1.1).
-    package var type: String?
+    public var type: String?
     /// A short summary of the kind of problem, e.g. "Validation failed".
-    package var title: String?
+    public var title: String?
     /// The HTTP status code the server meant.
-    package var status: Int?
+    public var status: Int?
     /// What went wrong in this occurrence, for a person, e.g. "The title field is required."
-    package var detail: String?
+    public var detail: String?
     /// A URI naming this occurrence, often the request path.
-    package var instance: String?
+    public var instance: String?
 
-    package init(type: String? = nil, title: String? = nil, status: Int? = nil, detail: String? = nil, instance: String? = nil) {
+    /// A problem with the members given.
+    public init(type: String? = nil, title: String? = nil, status: Int? = nil, detail: String? = nil, instance: String? = nil) {
         self.type = type
         self.title = title
         self.status = status
@@ -29,13 +30,13 @@ package struct ProblemDetails: Sendable, Hashable, Decodable {
     }
 
     /// The media type of a problem document.
-    package static let mediaType = "application/problem+json"
+    public static let mediaType = "application/problem+json"
 
     /// The problem in `body` when `contentType` says it is one and it decodes; `nil` otherwise.
     ///
     /// A problem without any of `title` and `detail` says nothing an operator can use and is
     /// treated as absent.
-    package static func parse(contentType: String?, body: [UInt8]) -> ProblemDetails? {
+    public static func parse(contentType: String?, body: [UInt8]) -> ProblemDetails? {
         guard let contentType, MediaType.essence(of: contentType) == mediaType, !body.isEmpty else { return nil }
         guard let problem = try? JSONDecoder().decode(LenientProblem.self, from: Data(body)).problem else { return nil }
         guard problem.title?.isEmpty == false || problem.detail?.isEmpty == false else { return nil }

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-package import FoundationEssentials
+public import FoundationEssentials
 #else
-package import Foundation
+public import Foundation
 #endif
-package import Logging
-package import NIOHTTP1
+public import Logging
+public import NIOHTTP1
 import RawStructuredFieldValues
 
 /// What an answer says of the client's rate limit: how many requests remain in the current
@@ -20,17 +20,18 @@ import RawStructuredFieldValues
 ///
 /// A value that does not parse is ignored (and told at debug level): a client must not trust a
 /// hint it cannot read, and must not fail over one either.
-package struct RateLimitFields: Sendable, Equatable {
+public struct RateLimitFields: Sendable, Equatable {
     /// Requests left in the current window.
-    package var remaining: Int?
+    public var remaining: Int?
     /// Until the quota is restored.
-    package var reset: Duration?
+    public var reset: Duration?
     /// Requests allowed per window.
-    package var quota: Int?
+    public var quota: Int?
     /// The window's length.
-    package var window: Duration?
+    public var window: Duration?
 
-    package init(remaining: Int? = nil, reset: Duration? = nil, quota: Int? = nil, window: Duration? = nil) {
+    /// Fields with the values given; ``init(headers:now:logger:)`` reads them from an answer.
+    public init(remaining: Int? = nil, reset: Duration? = nil, quota: Int? = nil, window: Duration? = nil) {
         self.remaining = remaining
         self.reset = reset
         self.quota = quota
@@ -39,13 +40,13 @@ package struct RateLimitFields: Sendable, Equatable {
 
     /// How long to wait before the next request so as not to exceed the limit: the reset once
     /// nothing remains; `nil` while requests remain or the answer says nothing usable.
-    package var pause: Duration? {
+    public var pause: Duration? {
         guard remaining == 0, let reset, reset > .zero else { return nil }
         return reset
     }
 
     /// The fields of an answer's `headers`, or `nil` when it has none (or none that parse).
-    package init?(headers: HTTPHeaders, now: Date = Date(), logger: Logger? = nil) {
+    public init?(headers: HTTPHeaders, now: Date = Date(), logger: Logger? = nil) {
         var fields = RateLimitFields()
         func ignore(_ name: String, _ value: String, _ why: String) {
             logger?.debug("ignoring \(name): \(value): \(why)")

@@ -3,17 +3,18 @@
 /// A small parser of `scheme://[userinfo@]host[:port][/path][?query][#fragment]` (RFC 3986 §3)
 /// rather than Foundation's `URL`, so classification stays cheap and never fails: whatever the
 /// string, there is a host to group by (the whole string, at worst).
-package struct RequestTarget: Sendable, Hashable {
+public struct RequestTarget: Sendable, Hashable {
     /// `http` or `https`, lowercased; empty when the URL has no scheme.
-    package var scheme: String
+    public var scheme: String
     /// The host, lowercased, without brackets for an IPv6 literal.
-    package var host: String
+    public var host: String
     /// The explicit port, or the scheme's default (80, 443), or `nil`.
-    package var port: Int?
+    public var port: Int?
     /// The path and query, `/` at least.
-    package var pathAndQuery: String
+    public var pathAndQuery: String
 
-    package init(url: String) {
+    /// The parts of `url`. Never fails: a string with no host to find is its own host.
+    public init(url: String) {
         var rest = Substring(url)
         if let schemeEnd = rest.firstRange(of: "://") {
             scheme = rest[..<schemeEnd.lowerBound].lowercased()
@@ -52,7 +53,7 @@ package struct RequestTarget: Sendable, Hashable {
     /// The origin (RFC 6454 §6.2: scheme, host and port, the scheme's default port left out),
     /// e.g. `https://api.example.net` or `http://127.0.0.1:8080`: what fails together, and so the
     /// scope requests to this URL run under on the bus. Two ports of one host are two servers.
-    package var origin: String {
+    public var origin: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let isDefault = (scheme == "https" && port == 443) || (scheme == "http" && port == 80)
         let hostAndPort = isDefault ? shownHost : port.map { "\(shownHost):\($0)" } ?? shownHost

@@ -1,15 +1,15 @@
 #if canImport(FoundationEssentials)
-package import FoundationEssentials
+public import FoundationEssentials
 #else
-package import Foundation
+public import Foundation
 #endif
 
 /// The `Retry-After` response header (RFC 9110 §10.2.3): how long the server asks the client to
 /// wait before its next request.
-package enum RetryAfter {
+public enum RetryAfter: Sendable {
     /// The longest wait a delta-seconds value stands for: larger values, and values too large for
     /// an integer, mean this (2³¹ seconds, the cap RFC 9111 §1.2.2 sets for delta-seconds).
-    package static let maximumSeconds: Int64 = 1 << 31
+    public static let maximumSeconds: Int64 = 1 << 31
 
     /// The wait `value` asks for, as seen at `now`.
     ///
@@ -21,7 +21,7 @@ package enum RetryAfter {
     ///   were absent.
     ///
     /// Leading and trailing spaces are ignored.
-    package static func parse(_ value: String, now: Date) -> Duration? {
+    public static func parse(_ value: String, now: Date) -> Duration? {
         let text = value.trimmingASCIIWhitespace()
         guard let first = text.utf8.first else { return nil }
         if first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9") {

@@ -19,9 +19,14 @@ package struct EnqueueResult: Sendable, Equatable {
     /// one call is inserted once and listed here once.
     package var duplicates: [Duplicate]
 
-    package init(inserted: [OutboxJob], duplicates: [Duplicate]) {
+    /// The discarded jobs whose content arrived again and is queued anew (among ``inserted``),
+    /// as they were.
+    package var replacedDiscarded: [OutboxJob]
+
+    package init(inserted: [OutboxJob], duplicates: [Duplicate], replacedDiscarded: [OutboxJob] = []) {
         self.inserted = inserted
         self.duplicates = duplicates
+        self.replacedDiscarded = replacedDiscarded
     }
 
     /// The new jobs whose content the API already has: their files are duplicates to remove.

@@ -11,6 +11,12 @@ extension JobStore {
     /// listed in ``EnqueueResult/duplicates`` with the known job, so the caller can tell a rescan
     /// of a file it already has (same path), a second copy of pending content (another path), and
     /// content already delivered (``EnqueueResult/alreadyDelivered``: remove the duplicate file).
+    ///
+    /// Discarding gives up a job, not its content for ever: the same content arriving again in
+    /// another file, or in the discarded job's file written after the discard (``OutboxFile/modifiedAt``),
+    /// replaces the discarded job with a new one, listed in ``EnqueueResult/inserted`` and in
+    /// ``EnqueueResult/replacedDiscarded``. The discarded file itself, found again by a rescan or
+    /// a restart, stays discarded.
     package func enqueue(_ new: [OutboxFile]) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = Date.storeNow()
@@ -26,6 +32,7 @@ extension JobStore {
             var inserted: [OutboxJob] = []
             inserted.reserveCapacity(new.count)
             var duplicates: [EnqueueResult.Duplicate] = []
+            var replacedDiscarded: [OutboxJob] = []
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
                 try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds])
@@ -44,10 +51,72 @@ extension JobStore {
                         )
                     )
                 } else if let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) {
-                    duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
+                    if existing.state == .discarded, Self.arrivedAgain(job, after: existing) {
+                        try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id])
+                        try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, milliseconds, milliseconds])
+                        inserted.append(
+                            OutboxJob(
+                                id: job.id,
+                                digest: job.digest,
+                                service: job.service,
+                                fileName: job.fileName,
+                                path: job.path,
+                                size: job.size,
+                                state: .queued,
+                                createdAt: now,
+                                updatedAt: now
+                            )
+                        )
+                        replacedDiscarded.append(existing)
+                    } else {
+                        duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
+                    }
                 }
             }
-            return EnqueueResult(inserted: inserted, duplicates: duplicates)
+            return EnqueueResult(inserted: inserted, duplicates: duplicates, replacedDiscarded: replacedDiscarded)
+        }
+    }
+
+    /// Whether `job` brings the content of the discarded `existing` again: in another file, or in
+    /// its file written after the discard.
+    static func arrivedAgain(_ job: OutboxFile, after existing: OutboxJob) -> Bool {
+        if job.path != existing.path { return true }
+        guard let modified = job.modifiedAt else { return false }
+        return modified.storeMilliseconds > existing.updatedAt.storeMilliseconds
+    }
+
+    /// Gives up the pending jobs of the file at `path` other than `id`: the file was written again
+    /// with other content, which job `id` now is. The queued and dead-lettered ones are discarded
+    /// with `reason`; those in flight (running, or held by the bus) are left for the caller to end
+    /// when their turn comes. Returns both.
+    ///
+    /// Walks the pending jobs, there being no index of paths: for the rare file written again
+    /// while its job waits, not for every new file.
+    package func supersede(path: String, service: String, by id: String, reason: String) throws(StoreError) -> (discarded: [OutboxJob], inFlight: [OutboxJob]) {
+        let now = Date.storeNow()
+        return try write("giving up the jobs replaced by \(id)") { db in
+            let older = try OutboxJob.fetchAll(
+                db,
+                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') AND path = ? AND service = ? AND id != ?",
+                arguments: [path, service, id]
+            )
+            var discarded: [OutboxJob] = []
+            var inFlight: [OutboxJob] = []
+            for job in older {
+                guard job.state != .inFlight else {
+                    inFlight.append(job)
+                    continue
+                }
+                try db.execute(
+                    sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?",
+                    arguments: [reason, now.storeMilliseconds, job.id]
+                )
+                var given = job
+                given.state = .discarded
+                given.reason = reason
+                discarded.append(given)
+            }
+            return (discarded, inFlight)
         }
     }
 

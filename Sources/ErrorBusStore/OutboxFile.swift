@@ -21,6 +21,10 @@ package struct OutboxFile: Sendable, Hashable {
     /// When it arrived, if before it is queued (a file that waited in the outbox for room in the
     /// backlog): the job's `createdAt`. `nil`: now.
     package var arrivedAt: Date?
+    /// When its file was last written, as the ingest saw it; `nil`: unknown. Content an operator
+    /// discarded comes back as a new job when it arrives in another file, or in this one written
+    /// after the discard (``JobStore/enqueue(_:)``).
+    package var modifiedAt: Date?
 
     package init(id: String, digest: String? = nil, service: String, fileName: String, path: String, size: Int64) {
         self.id = id

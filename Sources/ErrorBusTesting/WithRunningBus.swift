@@ -39,12 +39,15 @@ public func withRunningBus<Value>(
 }
 
 extension ErrorBusConfiguration {
-    /// The defaults, except that released jobs start without a random delay: on a manual clock,
-    /// that delay (``ErrorBusConfiguration/Release/spread``) would wait for the test to move the
-    /// clock, and a test waiting for the jobs would stall.
+    /// The defaults, except that released jobs start without a random delay and runs have no
+    /// time limit: on a manual clock, that delay (``ErrorBusConfiguration/Release/spread``) would
+    /// wait for the test to move the clock, and a test waiting for the jobs would stall; and each
+    /// run's limit (``ErrorBusConfiguration/attemptTimeout``) would be one more sleeper on the
+    /// clock for a test that counts them. Set it again to test it.
     public static var forTesting: ErrorBusConfiguration {
         var configuration = ErrorBusConfiguration()
         configuration.release.spread = .zero
+        configuration.attemptTimeout = nil
         return configuration
     }
 }

@@ -120,13 +120,27 @@ struct Watch: ControlCommand {
 /// `retry` and `discard` act on an incident, a job, or every dead letter.
 struct TargetOptions: ParsableArguments {
     @Argument(help: "An incident's id.") var incident: Int?
-    @Option(help: ArgumentHelp("A job's id.", valueName: "id")) var job: String?
+    @Option(help: ArgumentHelp(jobIDHelp, valueName: "id")) var job: String?
     @Flag(help: "Every dead letter.") var deadLetters = false
+
+    /// What a job's id may be, for `--job` and `cancel`.
+    static let jobIDHelp = """
+        A job's id, or its first characters (\(Control.minimumJobIDPrefix) at least) when no other job's id starts with \
+        them: the 12 that jobs and dead show do.
+        """
+
+    /// A job's id given too short to name it.
+    static func validate(jobID: String) throws {
+        guard jobID.count >= Control.minimumJobIDPrefix else {
+            throw ValidationError("a job's id, or at least its first \(Control.minimumJobIDPrefix) characters: \(jobID)")
+        }
+    }
 
     func validate() throws {
         guard [incident != nil, job != nil, deadLetters].filter({ $0 }).count == 1 else {
             throw ValidationError("name exactly one of: an incident id, --job ID, --dead-letters")
         }
+        if let job { try Self.validate(jobID: job) }
     }
 
     var target: Control.Target {
@@ -166,8 +180,12 @@ struct Cancel: ControlCommand {
         discussion: "Needs root or the control group. JSON: {}."
     )
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The job's id.") var job: String
+    @Argument(help: ArgumentHelp(TargetOptions.jobIDHelp)) var job: String
     @Option(help: "The job's service.") var service = "sync"
+
+    func validate() throws {
+        try TargetOptions.validate(jobID: job)
+    }
 
     func run() async throws {
         try await call(Control.cancel, .init(id: job, service: service)) { _ in "cancelled: \(job)" }

@@ -87,7 +87,7 @@ enum ControlConnection {
         if Control.permissionDenied.matches(error) || error.name == "org.varlink.service.PermissionDenied" {
             return ExitStatus.permissionDenied
         }
-        if error.name == "org.varlink.service.InvalidParameter" || Control.invalidTarget.matches(error) {
+        if error.name == "org.varlink.service.InvalidParameter" || Control.invalidTarget.matches(error) || Control.ambiguousJob.matches(error) {
             return ExitStatus.usage
         }
         if Control.configurationUnusable.matches(error) {
@@ -102,6 +102,11 @@ enum ControlConnection {
         }
         if let reference = try? Control.noSuchJob.parameters(of: error) {
             return "no job \(reference.id) of \(reference.service ?? "sync")"
+        }
+        if let ambiguity = try? Control.ambiguousJob.parameters(of: error) {
+            let shown = ambiguity.candidates.map { "\n  \($0.id)  \($0.name ?? "-")" }.joined()
+            let more = ambiguity.matches > ambiguity.candidates.count ? "\n  … and \(ambiguity.matches - ambiguity.candidates.count) more" : ""
+            return "job id \(ambiguity.id) is ambiguous: \(ambiguity.matches) jobs of \(ambiguity.service) start with it; give more of its characters:\(shown)\(more)"
         }
         if let problem = try? Control.jobNotActionable.parameters(of: error) {
             return "job \(problem.id) of \(problem.service) is \(problem.state.rawValue): \(problem.reason)"

@@ -30,7 +30,8 @@ struct Errorbusctl: AsyncParsableCommand {
               0   success
               1   failure: any other error the daemon answered, e.g. a reload that failed
               4   not found: no such incident, job or service
-              64  usage: invalid arguments
+              64  usage: invalid arguments, or a job id whose first characters more than one
+                  job's id starts with
               69  errorbusd is not running (nothing listens on the socket, or it stopped
                   without answering)
               77  permission denied (socket or method)

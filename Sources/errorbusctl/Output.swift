@@ -8,6 +8,8 @@ import Foundation
 import Glibc
 #endif
 
+import ErrorBusUnits
+
 /// Where and how errorbusctl writes: JSON for scripts, aligned tables for people, colour only
 /// on a terminal (and never with `NO_COLOR` set or `TERM=dumb`).
 struct Output {
@@ -103,18 +105,7 @@ struct Output {
         // Something due in 600 ms is "in 1s", not "now"; something 600 ms old is "now".
         let seconds = interval > 0 ? Int(interval.rounded(.up)) : Int(interval.rounded())
         if seconds == 0 { return "now" }
-        let text = duration(abs(seconds))
+        let text = DurationText.compact(seconds: abs(seconds))
         return seconds > 0 ? "in \(text)" : "\(text) ago"
-    }
-
-    /// `8s`, `3m`, `3m12s` under ten minutes, `2h5m`, `4d3h`.
-    static func duration(_ seconds: Int) -> String {
-        switch seconds {
-        case ..<60: return "\(seconds)s"
-        case ..<600: return seconds % 60 == 0 ? "\(seconds / 60)m" : "\(seconds / 60)m\(seconds % 60)s"
-        case ..<3600: return "\(seconds / 60)m"
-        case ..<86_400: return (seconds % 3600) / 60 == 0 ? "\(seconds / 3600)h" : "\(seconds / 3600)h\((seconds % 3600) / 60)m"
-        default: return (seconds % 86_400) / 3600 == 0 ? "\(seconds / 86_400)d" : "\(seconds / 86_400)d\((seconds % 86_400) / 3600)h"
-        }
     }
 }

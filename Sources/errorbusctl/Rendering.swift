@@ -160,10 +160,19 @@ extension Output {
         var lines = rows.map { label, value in
             paint(label + ":", .bold) + String(repeating: " ", count: width - label.count + 1) + value
         }
-        if !detail.parkedJobs.isEmpty {
+        if !detail.parked.isEmpty {
             lines.append("")
             lines.append(paint("Parked jobs:", .bold))
-            lines += detail.parkedJobs.map { "  " + $0 }
+            // Another service's jobs parked here too (an outage of their server) are told so.
+            let otherServices = detail.parked.contains { $0.service != incident.service }
+            let rows = detail.parked.map { job in
+                [Cell(Self.shortID(job.id)), Cell(job.name ?? "-")] + (otherServices ? [Cell(job.service)] : [])
+            }
+            let table = table(["ID", "NAME"] + (otherServices ? ["SERVICE"] : []), rows)
+            lines += table.split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }
+            if incident.parked > detail.parked.count {
+                lines.append("  … and \(incident.parked - detail.parked.count) more")
+            }
         }
         return lines.joined(separator: "\n")
     }
@@ -174,7 +183,7 @@ extension Output {
             ["ID", "SERVICE", "FILE", "SIZE", "STATE", "ATTEMPTS", "INCIDENT", "UPDATED", "ERROR"],
             list.jobs.map { job in
                 [
-                    Cell(String(job.id.prefix(12))),
+                    Cell(Self.shortID(job.id)),
                     Cell(job.service),
                     Cell(job.file),
                     Cell("\(job.size)"),
@@ -191,6 +200,12 @@ extension Output {
             text += "\n\(paint("jobs \(offset + 1)–\(offset + list.jobs.count) of \(list.total)", .dim))"
         }
         return text
+    }
+
+    /// A job's id as tables show it: an outbox file's SHA-256 by its first 12 hex digits (which
+    /// retry, discard and cancel take), another id (a resource's) whole.
+    static func shortID(_ id: String) -> String {
+        id.count > 12 && id.allSatisfy(\.isHexDigit) ? String(id.prefix(12)) : id
     }
 
     func event(_ event: Control.Event) -> String {

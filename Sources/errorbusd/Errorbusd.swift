@@ -16,8 +16,10 @@ struct Errorbusd: AsyncParsableCommand {
         abstract: "Uploads an outbox, keeps resources fresh and holds an OAuth token for a remote API, through outages, rate limits and expired credentials.",
         discussion: """
             Runs in the foreground until SIGTERM or SIGINT (graceful shutdown) and reloads its \
-            configuration on SIGHUP. A configuration that cannot be used exits with status 78 \
-            (EX_CONFIG), naming the file, the key and why.
+            configuration on SIGHUP: the file, then the *.yaml files in the directory beside it named \
+            after it with .d (errorbusd.yaml.d), in name order, then ERRORBUSD_* variables; \
+            errorbusd.yaml(5) describes every key. A configuration that cannot be used exits with \
+            status 78 (EX_CONFIG), naming the file, the line, the key and why.
 
             Exit status:
               0   stopped by SIGTERM or SIGINT; with --check-config: the configuration
@@ -35,7 +37,17 @@ struct Errorbusd: AsyncParsableCommand {
     @Flag(help: "Check the configuration and exit: 0 when it can be used, 78 when it cannot.")
     var checkConfig = false
 
+    @Flag(help: "With --check-config: print every key's value and where it came from (a file and line, a variable, the default).")
+    var show = false
+
+    @Option(help: ArgumentHelp("Print the reference of every configuration key and exit: yaml (the example file, every key at its default), markdown or man (errorbusd.yaml(5)).", valueName: "format"))
+    var configReference: ConfigurationReference.Format?
+
     func run() async throws {
+        if let configReference {
+            print(ConfigurationReference.text(configReference, date: Self.today()), terminator: "")
+            return
+        }
         let startedAt = ContinuousClock.now
         let environment = ProcessInfo.processInfo.environment
         // The manager's socket from $NOTIFY_SOCKET, written without waiting: sd_notify blocks
@@ -43,10 +55,11 @@ struct Errorbusd: AsyncParsableCommand {
         // on it (a dropped STATUS= is logged; the next one follows).
         let notifier = environment["NOTIFY_SOCKET"].map { SystemdNotifier(socketPath: $0) } ?? .disabled
         let configuration: DaemonConfiguration
+        let sources: ConfigurationSources
         do {
             // A check outside the service has no $CREDENTIALS_DIRECTORY: it reads the client secret
             // where errorbusd.service loads it from, beside the configuration file.
-            configuration = try DaemonConfiguration.load(
+            (configuration, sources) = try DaemonConfiguration.loadWithSources(
                 file: config,
                 environment: environment,
                 credentialSource: checkConfig ? Self.directory(of: config) : nil
@@ -61,6 +74,9 @@ struct Errorbusd: AsyncParsableCommand {
         }
         if checkConfig {
             print("\(config): the configuration can be used")
+            if show {
+                print(configuration.describe(sources))
+            }
             let auth = configuration.auth
             print("sign-in: \(auth.method.rawValue)")
             print("upload: \(configuration.api.upload.method.rawValue) \(configuration.api.uploadContract.url)")
@@ -106,6 +122,11 @@ struct Errorbusd: AsyncParsableCommand {
         }
     }
 
+    /// Today, as a man page dates itself.
+    static func today() -> String {
+        Date().formatted(Date.FormatStyle(date: .long, time: .omitted, locale: Locale(identifier: "en_US_POSIX"), timeZone: .gmt))
+    }
+
     /// The absolute directory `file` is in.
     static func directory(of file: String) -> String {
         let absolute = file.hasPrefix("/") ? file : FileManager.default.currentDirectoryPath + "/" + file
@@ -147,3 +168,5 @@ struct Errorbusd: AsyncParsableCommand {
         }
     }
 }
+
+extension ConfigurationReference.Format: ExpressibleByArgument {}

@@ -20,16 +20,16 @@ express put right:
   wants (mandoc warns otherwise); a paragraph break with nothing after it is dropped.
 
 Pages a program writes whole are taken as it writes them (WHOLE_PAGES): the configuration
-reference errorbusd.yaml(5), from `errorbusd --config-reference man`, where errorbusd has that
-option.
+reference errorbusd.yaml(5), from `errorbusd --config-reference man`, with --date put in its
+.Dd line.
 
 --lint then fails unless `mandoc -T lint -W warning` and groff (`-mandoc -ww -z`) say nothing
 about any page.
 """
-import argparse, json, os, re, shutil, subprocess, sys, tempfile
+import argparse, datetime, json, os, re, shutil, subprocess, sys, tempfile
 
 PROGRAMS = (("errorbusd", 8, False), ("errorbusctl", 1, True))  # name, section, one page per command
-# (program, its option that writes the page, the page): taken when the program has the option.
+# (program, its arguments that write the page to standard output, the page).
 WHOLE_PAGES = (
     ("errorbusd", ["--config-reference", "man"], "errorbusd.yaml.5"),
 )
@@ -45,16 +45,6 @@ def dump_help(binary):
     if [sub["commandName"] for sub in command.get("subcommands", [])] == ["help"]:
         del command["subcommands"]
     return info
-
-
-def has_option(binary, name):
-    """Whether the program takes `--name` (from its own description of its arguments)."""
-    info = dump_help(binary)
-    return any(
-        entry.get("name") == name
-        for argument in info["command"].get("arguments", [])
-        for entry in argument.get("names", [])
-    )
 
 
 def generate(bin_dir, output, date, authors):
@@ -84,10 +74,10 @@ def generate(bin_dir, output, date, authors):
             for page, text in texts.items():
                 written.append(write(output, page, fix(text, exit_list)))
     for name, arguments, page in WHOLE_PAGES:
-        binary = os.path.join(bin_dir, name)
-        if has_option(binary, arguments[0].lstrip("-")):
-            text = subprocess.run([binary] + arguments, check=True, capture_output=True, text=True).stdout
-            written.append(write(output, page, text))
+        text = subprocess.run([os.path.join(bin_dir, name)] + arguments, check=True, capture_output=True, text=True).stdout
+        if date:
+            text = re.sub(r"^\.Dd .*$", ".Dd " + datetime.date.fromisoformat(date).strftime("%B %-d, %Y"), text, count=1, flags=re.M)
+        written.append(write(output, page, text))
     return written
 
 

@@ -204,6 +204,8 @@ enum SlotGrant: Sendable {
     case ask
     /// Its task was cancelled while it waited.
     case cancelled
+    /// Its job's time limit passed while it waited.
+    case expired
 }
 
 /// A scope's concurrency now, for a status display.

@@ -100,15 +100,15 @@ extension ErrorBus {
     }
 
     /// Takes a policy step now.
-    private func take(_ step: PolicyStep, for incident: IncidentRecord, byOperator: Bool = false) {
+    func take(_ step: PolicyStep, for incident: IncidentRecord, byOperator: Bool = false) {
         incident.generation &+= 1
         incident.next = nil
         let generation = incident.generation
         switch step {
         case .canary:
             guard let first = incident.first else {
-                // Nothing waits to be tried: the incident's wait is over.
-                stepFinished(incident, .succeeded)
+                // Nothing waits to be tried, and nothing said the cause is gone.
+                resolveEmptied(incident)
                 return
             }
             let now = clock.now()
@@ -242,8 +242,15 @@ extension ErrorBus {
             return (command, expired)
         }
         // Its jobs were cancelled or expired meanwhile: nothing left to try.
-        stepFinished(incident, .succeeded)
+        resolveEmptied(incident)
         return (nil, expired)
+    }
+
+    /// Ends an incident left with no job to try before anything said its cause was gone: an
+    /// operator took its jobs (discarded), or they ended on their own (expired, replaced):
+    /// closed. Never "recovered", which would say the cause went away.
+    func resolveEmptied(_ incident: IncidentRecord) {
+        resolve(incident, as: incident.emptiedByOperator ? .discarded : .closed)
     }
 
     func canarySucceeded(_ id: IncidentID) {
@@ -294,6 +301,7 @@ extension ErrorBus {
         }
         switch result {
         case .renewed:
+            credentialsRenewedAt[incident.fingerprint.scope] = clock.now()
             stepFinished(incident, .succeeded)
         case .rejected(var text):
             if text.next == nil {

@@ -104,7 +104,7 @@ extension ErrorBus {
         if let categorized = error as? any CategorizedError {
             return Failure(categorized, job: job)
         }
-        return configuration.fallback(error, job)
+        return fallback(error, job)
     }
 
     // MARK: - Internals
@@ -157,7 +157,22 @@ extension ErrorBus {
     }
 
     nonisolated func submit(_ command: Command) async -> Submission {
-        await attempt(command, .first)
+        if let limit = command.job.maxAttempts, limit < 1 {
+            let job = command.job
+            let failure = Failure(
+                category: .invalid(reason: "maxAttempts below 1"),
+                scope: job.scope,
+                cause: "maxAttemptsBelowOne",
+                service: job.service,
+                text: OperatorText(
+                    title: "Job refused",
+                    message: "\(job.shownName) may run \(limit) times (Job.maxAttempts): it was not run.",
+                    next: "Give it a maxAttempts of at least 1, or nil for no limit."
+                )
+            )
+            return .stopped(JobStopped(evaluation: .cancel, reason: .attemptsExhausted, failure: failure))
+        }
+        return await attempt(command, .first)
     }
 
     enum AdmissionDecision {
@@ -200,6 +215,9 @@ extension ErrorBus {
     /// back-pressure.
     nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
         var context = context
+        // Whether a failed run was already retried at once (a responder's retry, or one with
+        // renewed credentials): a refusal counts as refusing renewed credentials only once.
+        var retried = false
         while true {
             let takesSlot = context.takesSlot
             if takesSlot {
@@ -214,6 +232,8 @@ extension ErrorBus {
                     }
                 case .cancelled:
                     return .stopped(JobStopped(evaluation: .cancel, reason: .taskCancelled))
+                case .expired:
+                    return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
                 case .ask:
                     switch await admit(command) {
                     case .run: continue
@@ -224,8 +244,11 @@ extension ErrorBus {
             }
             let started = clock.now()
             command.limits?.runs.add(1, ordering: .relaxed)
+            running.withLock { $0.start(command.job, serial: command.serial) }
             do {
-                try await command.operation()
+                try await run(command)
+                // A run that succeeded stands, whoever asked to cancel it meanwhile.
+                _ = running.withLock { $0.finish(command.job, serial: command.serial) }
                 let now = clock.now()
                 let latency = started.duration(to: now)
                 if takesSlot {
@@ -236,17 +259,64 @@ extension ErrorBus {
                 pendingSuccesses.add(1, ordering: .relaxed)
                 return .completed
             } catch {
-                let decision = await failed(command, error, context)
+                let decision = await failed(command, error, context, startedAt: started, retried: retried)
                 // Given back once the failure is routed: runs waiting for the slot find the
                 // incident it opened holding the scope, and park.
                 if takesSlot { releaseSlot(command.job, Self.load(signalledBy: error), at: clock.now()) }
+                if running.withLock({ $0.finish(command.job, serial: command.serial) }) {
+                    // Cancelled while it ran: its failure counted, and it ends here.
+                    return await stopCancelled(command, after: decision, context)
+                }
                 switch decision {
                 case .parked(let id): return .parked(id)
                 case .stopped(let stopped): return .stopped(stopped)
-                case .retryNow: context = context.retried
+                case .retryNow:
+                    retried = true
+                    context = context.retried
                 }
             }
         }
+    }
+
+    /// Runs a command's operation once, within ``ErrorBusConfiguration/attemptTimeout``.
+    private nonisolated func run(_ command: Command) async throws {
+        guard let limit = configuration.attemptTimeout else { return try await command.operation() }
+        let (clock, job, deadline) = (self.clock, command.job, self.clock.now().advanced(by: limit))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await command.operation() }
+            group.addTask {
+                try await clock.sleep(deadline)
+                throw AttemptTimedOut(job: job, limit: limit)
+            }
+            // The first to end decides; the other is cancelled (and awaited).
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Ends a command that was cancelled while it ran (``cancel(job:service:)``), once its failure
+    /// has been counted: taken back from where the failure parked it.
+    private nonisolated func stopCancelled(_ command: Command, after decision: FailureDecision, _ context: AttemptContext) async -> Submission {
+        switch decision {
+        case .stopped(let stopped):
+            return .stopped(stopped)
+        case .parked(let id):
+            await withdrawCancelled(command, from: id)
+            return .stopped(JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: id))
+        case .retryNow:
+            return .stopped(JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: context.incident))
+        }
+    }
+
+    private func withdrawCancelled(_ command: Command, from id: IncidentID?) {
+        guard let id else {
+            budgetWaiters.removeAll { $0.serial == command.serial }
+            return
+        }
+        guard let incident = incidents[id] else { return }
+        parkedTotal -= incident.remove { $0.serial == command.serial }.count
+        incident.emptiedByOperator = true
+        if incident.isolation && incident.isEmpty { resolveEmptied(incident) }
     }
 
     /// Takes a slot of the command's scope, waiting for one if none is free; `.ask` when an
@@ -254,6 +324,10 @@ extension ErrorBus {
     private nonisolated func slot(for command: Command) async -> SlotGrant {
         let job = command.job
         if let answer = admission.withLock({ $0.enter(job, at: clock.now()) }) { return answer }
+        if let deadline = command.limits?.expiresAt {
+            // Its time limit counts while it waits.
+            work.yield(.slotExpiry(serial: command.serial, scope: job.scope, deadline: deadline))
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let answer = admission.withLock { admission -> SlotGrant? in
@@ -311,8 +385,8 @@ extension ErrorBus {
     }
 
     /// Decides what becomes of a command whose run failed.
-    func failed(_ command: Command, _ error: any Error, _ context: AttemptContext) -> FailureDecision {
-        let decision = decide(command, error, context)
+    func failed(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, retried: Bool = false) -> FailureDecision {
+        let decision = decide(command, error, context, startedAt: started, retried: retried)
         // A canary that did not come back with its incident's cause means the cause is gone.
         if case .canary(let id) = context, let incident = incidents[id], incident.state == .canary {
             switch decision {
@@ -320,13 +394,16 @@ extension ErrorBus {
             case .parked(let parkedIn) where parkedIn == id: break
             // Its own incident gave the job up: resolved once its caller has the outcome.
             case .stopped where incident.givenUp: break
+            // It found its work replaced before it reached the scope: it says nothing of the
+            // cause, and the next job is tried now.
+            case .stopped(let stopped) where stopped.reason == .superseded: take(.canary, for: incident, byOperator: true)
             case .parked, .stopped: stepFinished(incident, .succeeded)
             }
         }
         return decision
     }
 
-    private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext) -> FailureDecision {
+    private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, retried: Bool) -> FailureDecision {
         if lifecycle == .stopped {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
@@ -339,7 +416,13 @@ extension ErrorBus {
             // The operation ran a job of its own through the bus, which already decided.
             return .stopped(stopped)
         } else {
-            failure = configuration.fallback(error, command.job)
+            failure = fallback(error, command.job)
+        }
+        if !retried, failure.category.kind == .unauthenticated, let renewed = credentialsRenewedAt[failure.scope], renewed >= started {
+            // Refused with the credentials the realm had when the run started, which have been
+            // renewed since: the new ones were not refused. Tried again at once, with them;
+            // no incident opens, and nobody signs in again.
+            return .retryNow
         }
         switch respond(to: failure, job: command.job) {
         case .handled(let evaluation, let failure):

@@ -60,12 +60,35 @@ extension ErrorBus {
         return budgetWaiters.remove(at: index)
     }
 
-    /// Stops one held job (parked, or waiting for the retry budget) with
-    /// ``JobStopped/Reason/cancelledByOperator``.
-    public nonisolated func cancel(job id: String, service: String) async throws(ErrorBusError) {
-        let (command, incident) = try await takeParked(job: id, service: service)
-        let stopped = JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: incident)
-        await command.completion(.stopped(stopped))
+    /// Stops a job with ``JobStopped/Reason/cancelledByOperator``: at once if the bus holds it
+    /// (parked, or waiting for the retry budget); when its run ends if it is running (a run that
+    /// succeeds stands, and its failure counts into its incident as any other).
+    ///
+    /// The way to cancel a job handed to ``submit(_:operation:completion:)``: its completion is
+    /// given the outcome. (A ``perform(_:operation:)`` is cancelled with its caller's task.)
+    ///
+    /// - Returns: When the job stops.
+    /// - Throws: ``ErrorBusError/noSuchJob(service:id:)`` when the bus neither holds nor runs it.
+    @discardableResult
+    public nonisolated func cancel(job id: String, service: String) async throws(ErrorBusError) -> Cancellation {
+        let taken: (Command, IncidentID?)
+        do {
+            taken = try await takeParked(job: id, service: service, byOperator: true)
+        } catch {
+            if running.withLock({ $0.cancel(service: service, id: id) }) { return .whenRunEnds }
+            throw error
+        }
+        let stopped = JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: taken.1)
+        await taken.0.completion(.stopped(stopped))
+        return .stopped
+    }
+
+    /// When a job ``cancel(job:service:)`` asked to stop does.
+    public enum Cancellation: Sendable, Hashable {
+        /// It was held, and stopped at once.
+        case stopped
+        /// It is running: it stops when this run ends, unless the run succeeds.
+        case whenRunEnds
     }
 
     /// Stops one held job (parked, or waiting for the retry budget) as a dead letter for
@@ -73,12 +96,15 @@ extension ErrorBus {
     /// say) instead of letting it wait for its incident. Its completion is given
     /// ``JobStopped/Reason/deadLettered`` with `failure`, as a rejected job's is.
     public nonisolated func deadLetter(job id: String, service: String, failure: Failure) async throws(ErrorBusError) {
-        let (command, incident) = try await takeParked(job: id, service: service)
+        let (command, incident) = try await takeParked(job: id, service: service, deadLetter: failure)
         let stopped = JobStopped(evaluation: .cancel, reason: .deadLettered, failure: failure, incident: incident)
         await command.completion(.stopped(stopped))
     }
 
-    private func takeParked(job id: String, service: String) throws(ErrorBusError) -> (Command, IncidentID?) {
+    /// Takes one held job out of the bus: for an operator (`byOperator`), or for its owner to
+    /// set aside as a dead letter for `deadLetter` (counted into its incident, as the dead letters
+    /// the bus makes are).
+    private func takeParked(job id: String, service: String, byOperator: Bool = false, deadLetter failure: Failure? = nil) throws(ErrorBusError) -> (Command, IncidentID?) {
         let matches: (Command) -> Bool = { $0.job.id == id && $0.job.service == service }
         if let index = budgetWaiters.firstIndex(where: matches) {
             return (budgetWaiters.remove(at: index), nil)
@@ -86,8 +112,10 @@ extension ErrorBus {
         for incident in incidents.values {
             if let command = incident.remove(where: matches).first {
                 parkedTotal -= 1
+                if byOperator { incident.emptiedByOperator = true }
+                if let failure { _ = deadLetter(command, failure, in: incident) }
                 // The incident of one job has nothing left to retry.
-                if incident.isolation && incident.isEmpty { resolve(incident, as: .discarded) }
+                if incident.isolation && incident.isEmpty { resolveEmptied(incident) }
                 return (command, incident.id)
             }
         }
@@ -149,6 +177,7 @@ extension ErrorBus {
     /// an operator fixed the secret): incidents of that realm waiting for a sign-in release their
     /// jobs.
     public func credentialsRenewed(realm: String) {
+        credentialsRenewedAt[realm] = clock.now()
         let waiting = incidents.values
             .filter {
                 $0.fingerprint.kind == .unauthenticated && $0.fingerprint.scope == realm

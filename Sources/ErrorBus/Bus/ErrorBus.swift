@@ -18,6 +18,8 @@ import Synchronization
 /// The bus does no I/O of its own; probes and re-authentication are injected.
 public actor ErrorBus: Service {
     public nonisolated let configuration: ErrorBusConfiguration
+    /// Categorises errors that do not conform to ``CategorizedError``.
+    nonisolated let fallback: @Sendable (any Error, Job) -> Failure
     nonisolated let clock: Timeline
     let logger: Logger
 
@@ -46,6 +48,9 @@ public actor ErrorBus: Service {
     /// When a job of each service last failed at each scope (`unreachable`, `transient`,
     /// `rateLimited`): a job fails on its own only if a success started after it.
     var latestFailures: [ServiceScope: TimelineInstant] = [:]
+    /// When each realm's credentials were last renewed (a sign-in, or its owner saying so): a
+    /// refusal of a run that started before then refused the old credentials, not the new ones.
+    var credentialsRenewedAt: [String: TimelineInstant] = [:]
     var nextIncidentID: UInt64
 
     var parkedTotal = 0
@@ -77,6 +82,8 @@ public actor ErrorBus: Service {
     /// Successful operations not yet credited to the retry budget. Counted without a hop to
     /// the actor, folded in whenever the budget is consulted.
     nonisolated let pendingSuccesses = Atomic<Int>(0)
+    /// The runs under way, for ``cancel(job:service:)`` of a job that is running.
+    nonisolated let running = Mutex(RunningJobs())
     nonisolated let serials = Atomic<UInt64>(0)
 
     /// Work the actor hands to ``run()``'s task group: timers, probes, canaries, releases.
@@ -98,6 +105,8 @@ public actor ErrorBus: Service {
         case expiryTimer(deadline: TimelineInstant)
         case retryNow(job: Job)
         case paceTimer(scope: String, deadline: TimelineInstant)
+        /// A job with a time limit waits for a slot of its scope: it stops waiting then.
+        case slotExpiry(serial: UInt64, scope: String, deadline: TimelineInstant)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -112,6 +121,7 @@ public actor ErrorBus: Service {
     ///     an authenticator of its own (``setAuthenticator(_:forRealm:)``). Without one, they
     ///     need an operator.
     ///   - random: The source of jitter.
+    ///   - fallback: Categorises errors that do not conform to ``CategorizedError``.
     ///   - logger: Where the bus logs (at debug level: the story is told by its events).
     public init(
         configuration: ErrorBusConfiguration = ErrorBusConfiguration(),
@@ -119,9 +129,11 @@ public actor ErrorBus: Service {
         probe: (any ReachabilityProbe)? = nil,
         authenticator: (any Authenticator)? = nil,
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        fallback: @escaping @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback,
         logger: Logger
     ) {
         self.configuration = configuration
+        self.fallback = fallback
         self.clock = Timeline(clock)
         self.probe = probe
         self.authenticator = authenticator
@@ -227,8 +239,9 @@ public actor ErrorBus: Service {
         var leftovers = Array(budgetWaiters)
         budgetWaiters.removeAll()
         for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
-            leftovers += incident.removeAll()
+            // Resolved first: its last snapshot tells the jobs it still held.
             resolve(incident, as: .shutdown)
+            leftovers += incident.removeAll()
         }
         parkedTotal = 0
         parkedWaiters.resumeAll()
@@ -263,6 +276,11 @@ public actor ErrorBus: Service {
         case .paceTimer(let scope, let deadline):
             guard (try? await clock.sleep(deadline)) != nil else { return }
             grantSlots(scope)
+        case .slotExpiry(let serial, let scope, let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            // Still waiting (not granted, not gone): its time is up.
+            let waiter = admission.withLock { $0.withdraw(serial: serial, scope: scope) }
+            waiter?.continuation.resume(returning: .expired)
         }
     }
 

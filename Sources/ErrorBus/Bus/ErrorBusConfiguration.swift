@@ -1,6 +1,10 @@
 /// Everything about an ``ErrorBus`` that can be tuned. The defaults suit a daemon talking to one
 /// HTTP API.
-public struct ErrorBusConfiguration: Sendable {
+///
+/// Values, compared as such: a daemon that reloads its settings can tell what changed. How errors
+/// that do not conform to ``CategorizedError`` are categorised is code, not a setting: the
+/// `fallback` of ``ErrorBus/ErrorBus/init(configuration:clock:probe:authenticator:random:fallback:logger:)``.
+public struct ErrorBusConfiguration: Sendable, Equatable {
     /// Back-off for `transient` incidents (and `rateLimited` ones without a hint, and an
     /// authenticator that cannot be reached).
     public var backoff = Backoff()
@@ -33,8 +37,12 @@ public struct ErrorBusConfiguration: Sendable {
     /// The id of the first incident; a daemon that keeps incident history across restarts starts
     /// after the last one it stored.
     public var firstIncidentID: UInt64 = 1
-    /// Categorises errors that do not conform to ``CategorizedError``.
-    public var fallback: @Sendable (any Error, Job) -> Failure = ErrorBusConfiguration.defaultFallback
+    /// How long one run of a job's operation may take: a run still going then is cancelled and
+    /// fails with ``AttemptTimedOut`` (`transient`), so that a request that never gets an answer
+    /// cannot hold its job and its scope's slot for ever. The cancellation is cooperative: the run
+    /// ends when the operation heeds it (AsyncHTTPClient, `Task.sleep` and most async APIs do).
+    /// Counted on the bus's clock; `nil`: no limit.
+    public var attemptTimeout: Duration? = .seconds(300)
 
     public init() {}
 

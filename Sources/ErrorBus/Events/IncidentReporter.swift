@@ -1,3 +1,4 @@
+import ErrorBusUnits
 public import CoreMetrics
 public import Logging
 public import ServiceLifecycle
@@ -63,10 +64,21 @@ public struct IncidentReporter: Service {
     /// outside a group, it returns only when its task is cancelled.
     public func run() async {
         let subscription = await bus.subscribe()
-        for await event in subscription.cancelOnGracefulShutdown() {
+        reportOpen(subscription.initialSnapshot)
+        // Not cancelled by the graceful shutdown: the events end when the bus stops, and the
+        // last of them tell the incidents the stop ended.
+        for await event in subscription {
             report(event)
         }
         try? await gracefulShutdown()
+    }
+
+    /// Tells the incidents already open when the reporting starts (opened before the reporter
+    /// subscribed): each as opened, so that every incident's story has a beginning.
+    public func reportOpen(_ snapshot: BusSnapshot) {
+        for incident in snapshot.incidents {
+            report(BusEvent(kind: .incidentOpened, incident: incident))
+        }
     }
 
     /// Logs and counts one event, if it is a step of an incident's life or a dead letter;
@@ -95,16 +107,27 @@ public struct IncidentReporter: Service {
         case .incidentResolved:
             Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
             Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment(by: incident.failures)
-            let resolution = incident.resolution.map { "\($0)" } ?? "resolved"
-            logger.notice(
-                "incident \(incident.id) \(resolution) after \(DurationText.format(incident.age)): \(Self.count(incident.failures, "failure")) absorbed, \(Self.count(incident.released, "job")) released, \(incident.deadLettered) dead-lettered",
-                metadata: metadata(event, incident)
-            )
+            logger.notice("\(Self.ending(of: incident))", metadata: metadata(event, incident))
         case .jobDeadLettered:
             Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
             logger.debug("\(event.job.map { "\($0)" } ?? "a job") dead-lettered under incident \(incident.id): \(event.reason ?? "")")
         default:
             break
+        }
+    }
+
+    /// The line that tells how an incident ended, in the words that are true of it:
+    /// `incident 3 recovered after 42 s: 120 failures absorbed, 118 jobs released, 2 dead-lettered`.
+    package static func ending(of incident: IncidentSnapshot) -> String {
+        let counts = "\(count(incident.failures, "failure")) absorbed, \(count(incident.released, "job")) released, \(incident.deadLettered) dead-lettered"
+        let after = DurationText.format(incident.age)
+        return switch incident.resolution {
+        case .recovered?: "incident \(incident.id) recovered after \(after): its cause is gone; \(counts)"
+        case .discarded?: "incident \(incident.id) discarded by an operator after \(after), its cause not known to be gone: \(counts)"
+        case .givenUp?: "incident \(incident.id) given up after \(after): its job failed on its own as often as it may and was set aside; \(counts)"
+        case .closed?: "incident \(incident.id) closed after \(after), with no job left to try: \(counts)"
+        case .shutdown?: "incident \(incident.id) still open when the bus stopped, after \(after): \(counts), \(count(incident.parked, "job")) still held"
+        case let other: "incident \(incident.id) \(other.map { "\($0)" } ?? "resolved") after \(after): \(counts)"
         }
     }
 

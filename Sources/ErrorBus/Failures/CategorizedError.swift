@@ -1,7 +1,7 @@
 /// An error that knows its category, its cause and how to explain itself to an operator.
 ///
-/// Errors that do not conform are categorised by the bus's fallback
-/// (``ErrorBusConfiguration/fallback``).
+/// Errors that do not conform are categorised by the bus's fallback (the `fallback` of
+/// ``ErrorBus/ErrorBus/init(configuration:clock:probe:authenticator:random:fallback:logger:)``).
 public protocol CategorizedError: Error {
     /// Which policy the bus runs for this failure.
     var category: ErrorCategory { get }

@@ -53,6 +53,9 @@ final class IncidentRecord {
     var resolution: Resolution?
     /// An isolation gave its job up as a dead letter: it resolves once the job's caller heard.
     var givenUp = false
+    /// An operator took parked jobs out of it (``ErrorBus/cancel(job:service:)``): if that
+    /// leaves it nothing to try, it ends discarded.
+    var emptiedByOperator = false
     var closed: TimelineInstant?
     var closedAt: Date?
 

@@ -94,9 +94,10 @@ public struct Resolution: RawRepresentable, Sendable, Hashable, Codable, CustomS
 
     /// Its cause went away and every parked job was released.
     public static let recovered = Resolution(rawValue: "recovered")
-    /// An operator discarded its parked jobs.
+    /// An operator discarded its parked jobs, or cancelled them until none was left to try.
     public static let discarded = Resolution(rawValue: "discarded")
-    /// Its grouping window ended (`invalid`), or an operator closed it.
+    /// Its grouping window ended (`invalid`), or an operator closed it; or its jobs ended on
+    /// their own (expired, replaced) before anything said its cause was gone.
     public static let closed = Resolution(rawValue: "closed")
     /// The bus stopped while it was open.
     public static let shutdown = Resolution(rawValue: "shutdown")

@@ -28,13 +28,12 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
     }
     /// How many times the operation may run: a job that failed that many runs ends with
     /// ``JobStopped/Reason/attemptsExhausted`` instead of being parked or retried again. The
-    /// failure still counts into its incident. `nil`: no limit; at least 1 otherwise.
+    /// failure still counts into its incident. `nil`: no limit. A job whose limit is below 1 is
+    /// refused: it ends at once, never run, with ``JobStopped/Reason/attemptsExhausted`` and an
+    /// `invalid` failure saying why.
     public var maxAttempts: Int? {
         get { limits?.value.maxAttempts }
-        set {
-            precondition(newValue.map { $0 > 0 } ?? true, "a job's maxAttempts must be at least 1")
-            updateLimits { $0.maxAttempts = newValue }
-        }
+        set { updateLimits { $0.maxAttempts = newValue } }
     }
     /// What the bus does with the job while an incident holds it back.
     public var whenHeld: WhenHeld {

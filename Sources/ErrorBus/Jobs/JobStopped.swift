@@ -39,6 +39,7 @@ public struct JobStopped: Error, Sendable, CustomStringConvertible {
             case expired
             case attemptsExhausted
             case held
+            case superseded
         }
 
         private let code: Code
@@ -67,6 +68,10 @@ public struct JobStopped: Error, Sendable, CustomStringConvertible {
         /// the job may not wait (``Job/WhenHeld/failFast``): ``JobStopped/incident`` names the
         /// incident, if one holds it.
         public static let held = Reason(.held)
+        /// The operation found that its work was replaced by newer work, and ended the job by
+        /// throwing a ``JobStopped`` with this reason (and a ``JobStopped/failure`` saying what
+        /// replaced it): nothing to retry and nothing to set aside, and no incident opens.
+        public static let superseded = Reason(.superseded)
 
         public var description: String { code.rawValue }
     }

@@ -3,7 +3,7 @@
 /// A whole number of bytes (`104857600`, `100_000`), or a whole number with a unit, case-insensitive,
 /// with an optional space: `B`; `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024); `K`, `M`, `G`, `T`
 /// (also powers of 1024, as systemd reads them); `kB`, `MB`, `GB`, `TB` (powers of 1000, as SI
-/// defines them).
+/// defines them). `ByteCountText.exact` writes a size back this way.
 enum ByteSizeFormat {
     /// What the error messages say a size looks like.
     static let expectation = "a size in bytes (a whole number, or with a unit: 512KiB, 10MiB, 1GiB)"
@@ -20,15 +20,6 @@ enum ByteSizeFormat {
         guard let multiplier = Self.units[unit] else { return nil }
         let (bytes, overflow) = number.multipliedReportingOverflow(by: multiplier)
         return overflow ? nil : bytes
-    }
-
-    /// Writes `bytes` with the largest binary unit that divides it exactly (`100MiB`).
-    static func format(_ bytes: Int64) -> String {
-        for (unit, size) in [("TiB", Int64(1) << 40), ("GiB", Int64(1) << 30), ("MiB", Int64(1) << 20), ("KiB", Int64(1) << 10)]
-        where bytes != 0 && bytes % size == 0 {
-            return "\(bytes / size)\(unit)"
-        }
-        return "\(bytes)"
     }
 
     private static let units: [String: Int64] = [

@@ -48,6 +48,22 @@ enum ConfigurationFile {
         }
     }
 
+    /// The `*.yaml` files in `directory`, by name in byte order; `nil` if there is no such
+    /// directory.
+    static func yamlFiles(in directory: String) throws(ReadError) -> [String]? {
+        guard let stream = opendir(directory) else {
+            if errno == ENOENT { return nil }
+            throw ReadError(description: String(cString: strerror(errno)))
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".yaml"), !name.hasPrefix(".") { names.append(name) }
+        }
+        return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { directory + "/" + $0 }
+    }
+
     /// Runs a system call; its failure is told by `errno`'s text alone (the caller names the file).
     private static func check<T>(_ body: () throws(SystemCallError) -> T) throws(ReadError) -> T {
         do {

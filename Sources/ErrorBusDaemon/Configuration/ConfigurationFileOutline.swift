@@ -113,7 +113,7 @@ struct ConfigurationFileOutline: Sendable {
         }
     }
 
-    private static func check(_ value: Node, shape: ConfigurationKeys.Shape, key: String, line: Int?, file: String) throws(ConfigurationError) {
+    private static func check(_ value: Node, shape: ConfigurationKey.Shape, key: String, line: Int?, file: String) throws(ConfigurationError) {
         switch (shape, value) {
         case (.value, .scalar(let scalar)) where isNull(scalar):
             throw ConfigurationError(

@@ -11,43 +11,6 @@ import Foundation
 // secrets both use.
 
 extension DaemonConfiguration.Auth {
-    /// Everything but the secrets, which ``readSecrets(_:)`` reads once all settings are known to
-    /// be good.
-    init(_ settings: SettingReader) throws(ConfigurationError) {
-        let defaults = Self()
-        let credentialName = try settings.string("auth.credential-name", default: defaults.credentialName)
-        guard SafeFileName.isSafe(credentialName) else {
-            throw ConfigurationError(key: "auth.credential-name", reason: "expected \(SafeFileName.expectation), got \"\(credentialName)\"")
-        }
-        var secretFiles: [SecretKind: String] = [:]
-        for kind in SecretKind.allCases {
-            secretFiles[kind] = try settings.optionalAbsolutePath(kind.fileKey)
-        }
-        let method = try settings.choice("auth.method", default: defaults.method, Self.methods)
-        let user = settings.optionalString("auth.user", default: nil)
-        if method == .basic {
-            guard let user, !user.isEmpty else {
-                throw ConfigurationError(key: "auth.method", reason: "basic needs auth.user, the user name the API knows")
-            }
-            // RFC 7617 §2: the user-id cannot contain a colon.
-            guard !user.contains(":"), !user.contains(where: \.isNewline) else {
-                throw ConfigurationError(key: "auth.user", reason: "a basic user name cannot contain ':' or a line break, got \"\(user)\"")
-            }
-        }
-        self.init(
-            method: method,
-            clientID: try settings.string("auth.client-id", default: defaults.clientID),
-            credentialName: credentialName,
-            refreshMargin: try settings.duration("auth.refresh-margin", default: defaults.refreshMargin, .atLeast(.zero)),
-            user: user,
-            secretFiles: secretFiles
-        )
-    }
-
-    private static let methods: KeyValuePairs<String, Method> = [
-        "oauth2-client-credentials": .oauth2ClientCredentials, "bearer": .bearer, "basic": .basic, "mtls": .mtls, "none": .none,
-    ]
-
     /// Reads the secrets ``method`` needs, and only those: the client secret, the token or the
     /// password into ``secret``; for `mtls`, the certificate and key.
     mutating func readSecrets(_ credentials: CredentialReader) throws(ConfigurationError) {
@@ -193,14 +156,15 @@ struct CredentialReader {
 }
 
 extension UploadContract {
-    /// `api.upload.*`, reading the credentials `api.upload.headers` name.
+    /// `api.upload.*` from a reader scoped to it, reading the credentials `api.upload.headers`
+    /// name.
     init(_ settings: SettingReader, credentials: CredentialReader) throws(ConfigurationError) {
         let defaults = Self()
-        let method = try settings.choice("api.upload.method", default: defaults.method, ["put": .put, "post": .post])
+        let method = try settings.value("method", .choice(Method.self), default: defaults.method)
 
         let urlKey = "api.upload.url"
         var url = defaults.url
-        if let text = settings.raw(urlKey) {
+        if let text = settings.raw("url") {
             url = try Self.template(text, key: urlKey)
             try Self.checkURL(url, text: text, key: urlKey)
             if method == .put, !url.parts.contains(.sha256), !url.parts.contains(.sha256Base64), !url.parts.contains(.name) {
@@ -208,9 +172,9 @@ extension UploadContract {
             }
         }
 
-        let multipartField = settings.optionalString("api.upload.multipart-field", default: nil)
+        let multipartField = settings.optionalString("multipart-field", default: nil)
         let body: Body
-        switch try settings.choice("api.upload.body", default: "raw", ["raw": "raw", "multipart": "multipart"]) {
+        switch try settings.value("body", .choice([("raw", "raw"), ("multipart", "multipart")], format: { $0 }), default: "raw") {
         case "multipart":
             guard let multipartField, !multipartField.isEmpty else {
                 throw ConfigurationError(
@@ -231,7 +195,7 @@ extension UploadContract {
 
         let headersKey = "api.upload.headers"
         var headers: [Header] = []
-        for entry in settings.list(headersKey) ?? [] {
+        for entry in settings.list("headers") ?? [] {
             guard let colon = entry.firstIndex(of: ":") else {
                 throw ConfigurationError(key: headersKey, reason: "expected NAME: VALUE (X-Tenant: acme), got \"\(entry)\"")
             }
@@ -268,7 +232,7 @@ extension UploadContract {
             headers.append(Header(name: name, value: value))
         }
 
-        let idempotencyHeader = settings.optionalString("api.upload.idempotency-header", default: defaults.idempotencyHeader)
+        let idempotencyHeader = settings.optionalString("idempotency-header", default: defaults.idempotencyHeader)
         if let idempotencyHeader {
             guard Self.isToken(idempotencyHeader) else {
                 throw ConfigurationError(key: "api.upload.idempotency-header", reason: "\"\(idempotencyHeader)\" is not a header name (letters, digits, '-')")
@@ -282,7 +246,7 @@ extension UploadContract {
         }
 
         var delivered = defaults.delivered
-        if let entries = settings.list("api.upload.delivered") {
+        if let entries = settings.list("delivered") {
             switch DeliveredStatuses.parse(entries) {
             case .success(let statuses): delivered = statuses
             case .failure(let error):
@@ -310,11 +274,11 @@ extension UploadContract {
         let pointerKey = "api.upload.receipt.json-pointer"
         let headerKey = "api.upload.receipt.header"
         let valueKey = "api.upload.receipt.value"
-        let header = settings.optionalString(headerKey, default: nil)
-        let value = settings.optionalString(valueKey, default: nil)
+        let header = settings.optionalString("receipt.header", default: nil)
+        let value = settings.optionalString("receipt.value", default: nil)
         if let header {
             guard isToken(header) else { throw ConfigurationError(key: headerKey, reason: "\"\(header)\" is not a header name (letters, digits, '-')") }
-            if settings.isSet(pointerKey), settings.optionalString(pointerKey, default: nil) != nil {
+            if settings.isSet("receipt.json-pointer"), settings.optionalString("receipt.json-pointer", default: nil) != nil {
                 throw ConfigurationError(key: headerKey, reason: "set either api.upload.receipt.json-pointer or api.upload.receipt.header, not both")
             }
             return .header(name: header, value: try template(value ?? "{sha256}", key: valueKey))
@@ -322,7 +286,7 @@ extension UploadContract {
         if let value {
             throw ConfigurationError(key: valueKey, reason: "is set to \"\(value)\" without api.upload.receipt.header to compare it with")
         }
-        guard let pointer = settings.optionalString(pointerKey, default: "/sha256") else { return nil }
+        guard let pointer = settings.optionalString("receipt.json-pointer", default: "/sha256") else { return nil }
         guard pointer.hasPrefix("/") else {
             throw ConfigurationError(key: pointerKey, reason: "expected a JSON pointer (RFC 6901) such as /sha256 or /item/digest, got \"\(pointer)\"")
         }

@@ -43,7 +43,7 @@ extension DaemonConfiguration {
             /// ``Overflow/rejectNew``.
             package var overflow: Overflow
 
-            package enum Overflow: String, Sendable, Equatable {
+            package enum Overflow: String, Sendable, Equatable, CaseIterable {
                 /// `reject-new`: new files stay in the outbox, not taken, until there is room.
                 case rejectNew = "reject-new"
                 /// `drop-oldest`: the oldest queued jobs are set aside as dead letters to make room.

@@ -2,14 +2,14 @@ package import ErrorBus
 
 /// Everything about errorbusd that an administrator can set, with a default for each.
 ///
-/// The daemon gets it from ``load(file:environment:)``: defaults, overridden by
+/// The daemon gets it from ``load(file:environment:credentialSource:)``: defaults, overridden by
 /// `/etc/errorbusd/errorbusd.yaml`, overridden by `ERRORBUSD_*` environment variables. Every key
-/// is documented in the example file `etc/errorbusd/errorbusd.yaml`; the YAML spelling of a
-/// property is its kebab-case form under its section (`sync.maxFileSize` is `sync.max-file-size`,
-/// `bus.retryBudget.floorPerMinute` is `bus.retry-budget.floor-per-minute`), and its environment
-/// variable is that key upper-cased with `_` for every `.` and `-`, after `ERRORBUSD_`
-/// (`ERRORBUSD_SYNC_MAX_FILE_SIZE`).
-package struct DaemonConfiguration: Sendable {
+/// is declared in its section's table (``sections``), from which the reference and the example
+/// file `etc/errorbusd/errorbusd.yaml` are generated; the YAML spelling of a property is its
+/// kebab-case form under its section (`sync.maxFileSize` is `sync.max-file-size`), and its
+/// environment variable is that key upper-cased with `_` for every `.` and `-`, after
+/// `ERRORBUSD_` (`ERRORBUSD_SYNC_MAX_FILE_SIZE`).
+package struct DaemonConfiguration: Sendable, Equatable {
     /// The remote API (`api.*`).
     package var api: API
     /// The OAuth client credentials (`auth.*`).
@@ -60,43 +60,5 @@ package struct DaemonConfiguration: Sendable {
         self.health = health
         self.metrics = metrics
         self.bus = bus
-    }
-}
-
-extension DaemonConfiguration: Equatable {
-    /// Compares every setting. `ErrorBusConfiguration` is not `Equatable` (its `fallback` is a
-    /// closure), so its settings are compared one by one and the closure is left out.
-    package static func == (lhs: DaemonConfiguration, rhs: DaemonConfiguration) -> Bool {
-        lhs.api == rhs.api
-            && lhs.auth == rhs.auth
-            && lhs.sync == rhs.sync
-            && lhs.loader == rhs.loader
-            && lhs.state == rhs.state
-            && lhs.shutdown == rhs.shutdown
-            && lhs.log == rhs.log
-            && lhs.control == rhs.control
-            && lhs.health == rhs.health
-            && lhs.metrics == rhs.metrics
-            && lhs.bus.hasSameSettings(as: rhs.bus)
-    }
-}
-
-extension ErrorBusConfiguration {
-    /// Whether every setting is the same; the `fallback` closure cannot be compared and is left
-    /// out.
-    func hasSameSettings(as other: ErrorBusConfiguration) -> Bool {
-        backoff == other.backoff
-            && rateLimit == other.rateLimit
-            && reachability == other.reachability
-            && concurrency == other.concurrency
-            && release == other.release
-            && retryBudget == other.retryBudget
-            && isolation == other.isolation
-            && maxParkedJobs == other.maxParkedJobs
-            && deadLetterGroupingWindow == other.deadLetterGroupingWindow
-            && eventBufferSize == other.eventBufferSize
-            && resolvedIncidentHistory == other.resolvedIncidentHistory
-            && firstIncidentID == other.firstIncidentID
-            && grouping == other.grouping
     }
 }

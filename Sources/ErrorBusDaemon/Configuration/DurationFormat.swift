@@ -8,7 +8,7 @@
 /// - Several such parts add up: `1h30m`, `1m 30s`.
 ///
 /// Negative durations do not exist here. Decimal numbers are exact: `0.1` is 100 ms, not the
-/// nearest binary fraction of it.
+/// nearest binary fraction of it. `DurationText.exact` writes a duration back this way.
 enum DurationFormat {
     /// What the error messages say a duration looks like.
     static let expectation = "a duration (seconds, or a number with a unit: 500ms, 30s, 5m, 1h)"
@@ -79,17 +79,6 @@ enum DurationFormat {
         return Duration(attoseconds: total)
     }
 
-    /// Writes `duration` the way the configuration would: the largest unit that divides it
-    /// exactly (`300s` is `5m`, `0.01s` is `10ms`).
-    static func format(_ duration: Duration) -> String {
-        let total = duration.attoseconds
-        if total == 0 { return "0s" }
-        for (unit, perUnit) in Self.formattingUnits where total % perUnit == 0 {
-            return "\(total / perUnit)\(unit)"
-        }
-        return "\(total)as"
-    }
-
     // MARK: - Units
 
     private static let attosecondsPerSecond: Int128 = 1_000_000_000_000_000_000
@@ -107,16 +96,6 @@ enum DurationFormat {
         for name in ["d", "day", "days"] { units[name] = second * 86_400 }
         return units
     }()
-
-    private static let formattingUnits: [(String, Int128)] = [
-        ("d", attosecondsPerSecond * 86_400),
-        ("h", attosecondsPerSecond * 3_600),
-        ("m", attosecondsPerSecond * 60),
-        ("s", attosecondsPerSecond),
-        ("ms", 1_000_000_000_000_000),
-        ("us", 1_000_000_000_000),
-        ("ns", 1_000_000_000),
-    ]
 
     /// `whole.fraction × perUnit` in attoseconds, exactly, or `nil` on overflow.
     private static func attoseconds(whole: String, fraction: String, perUnit: Int128) -> Int128? {

@@ -56,8 +56,9 @@ struct ControlService: Sendable {
         try implementMutating(Control.discard, in: &router) { target in try await discard(target) }
         try implementMutating(Control.cancel, in: &router) { reference in
             let service = reference.service ?? SyncService.service
-            guard (try? await bus.cancel(job: reference.id, service: service)) != nil else {
-                throw try notActionable(reference.id, service: service, by: .cancel)
+            let id = try await resolve(job: reference.id, service: service)
+            guard (try? await bus.cancel(job: id, service: service)) != nil else {
+                throw try notActionable(id, service: service, by: .cancel)
             }
             return VarlinkEmpty()
         }
@@ -241,13 +242,16 @@ struct ControlService: Sendable {
         let incidentID = IncidentID(rawValue: UInt64(id))
         if let open = try? await bus.incident(incidentID), open.resolution == nil {
             let parked = (try? await bus.parkedJobs(in: incidentID)) ?? []
-            return Control.IncidentDetail(incident: Control.Incident(open, now: Date()), parkedJobs: parked.prefix(1000).map(\.id))
+            return Control.IncidentDetail(
+                incident: Control.Incident(open, now: Date()),
+                parked: parked.prefix(1000).map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) }
+            )
         }
         if let stored = try storeCall({ () throws(StoreError) in try store.incident(UInt64(id)) }) {
-            return Control.IncidentDetail(incident: Control.Incident(stored), parkedJobs: [])
+            return Control.IncidentDetail(incident: Control.Incident(stored), parked: [])
         }
         if let resolved = try? await bus.incident(incidentID) {
-            return Control.IncidentDetail(incident: Control.Incident(resolved, now: Date()), parkedJobs: [])
+            return Control.IncidentDetail(incident: Control.Incident(resolved, now: Date()), parked: [])
         }
         throw Control.noSuchIncident.error(.init(id: id))
     }
@@ -337,7 +341,8 @@ struct ControlService: Sendable {
                 guard requeued > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
                 return Control.Count(count: requeued)
             }
-        case .job(let id):
+        case .job(let given):
+            let id = try await resolve(job: given, service: SyncService.service)
             if try storeCall({ () throws(StoreError) in try store.retryDeadLetter(id) }) {
                 await sync.wakeUp()
                 return Control.Count(count: 1)
@@ -367,7 +372,8 @@ struct ControlService: Sendable {
                 guard !dead.isEmpty else { throw Control.noSuchIncident.error(.init(id: id)) }
                 return Control.Count(count: dead.count)
             }
-        case .job(let id):
+        case .job(let given):
+            let id = try await resolve(job: given, service: SyncService.service)
             if try storeCall({ () throws(StoreError) in try store.discardDeadLetter(id) }) != nil {
                 return Control.Count(count: 1)
             }
@@ -382,6 +388,44 @@ struct ControlService: Sendable {
         case .deadLetters:
             let discarded = try storeCall { () throws(StoreError) in try store.discardDeadLetters() }
             return Control.Count(count: discarded.count)
+        }
+    }
+
+    /// How many of the jobs an ambiguous id could name `AmbiguousJob` shows.
+    static let ambiguityCandidates = 5
+
+    /// The id of the job of `service` that `given` names: `given` itself when a job has that
+    /// id, else the one job whose id starts with it (given at least
+    /// `Control.minimumJobIDPrefix` characters), stored or held by the bus. When no job's does,
+    /// `given` (the method answers `NoSuchJob`); when several jobs' do, `AmbiguousJob`.
+    func resolve(job given: String, service: String) async throws -> String {
+        if await bus.heldJob(id: given, service: service) != nil { return given }
+        if try storeCall({ () throws(StoreError) in try store.job(given) })?.service == service { return given }
+        guard given.count >= Control.minimumJobIDPrefix else { return given }
+        let stored = try storeCall { () throws(StoreError) in
+            try store.jobs(idPrefix: given, service: service, limit: Self.ambiguityCandidates)
+        }
+        // The store keeps every sync job; the bus holds other services' jobs, which it alone knows.
+        var held = await bus.heldJobs(service: service).map(\.job).filter { $0.id.hasPrefix(given) }
+        if !held.isEmpty {
+            let known = try storeCall { () throws(StoreError) in try store.jobs(ids: held.map(\.id)) }
+            let knownIDs = Set(known.filter { $0.service == service }.map(\.id))
+            var seen = Set<String>()
+            held = held.filter { !knownIDs.contains($0.id) && seen.insert($0.id).inserted }
+        }
+        let candidates = (stored.jobs.map { Control.JobName(id: $0.id, service: $0.service, name: $0.fileName) }
+            + held.map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) })
+            .sorted { $0.id < $1.id }
+        switch stored.total + held.count {
+        case 0: return given
+        case 1: return candidates[0].id
+        case let matches:
+            throw Control.ambiguousJob.error(.init(
+                id: given,
+                service: service,
+                matches: matches,
+                candidates: Array(candidates.prefix(Self.ambiguityCandidates))
+            ))
         }
     }
 

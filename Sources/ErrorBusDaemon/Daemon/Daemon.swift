@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBusControl
 import ErrorBusHTTP
@@ -152,12 +153,13 @@ package struct Daemon: Sendable {
                 supervision.append(.init(service: Watchdog(interval: interval, bus: bus, manager: manager, logger: logger)))
             }
 
-            // The bus first and the incident log second, so they stop last: the services hand
-            // them their final outcomes on the way out.
+            // The incident log first and the bus second, so they stop last: the services hand
+            // the bus their final outcomes on the way out, and the log tells the incidents the
+            // bus's stop ended (their counts as they stood then).
             let group = ServiceGroup(configuration: .init(
                 services: [
-                    .init(service: bus),
                     .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
+                    .init(service: bus),
                     .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
                     .init(service: auth),
                     .init(service: sync),
@@ -264,7 +266,7 @@ package struct Daemon: Sendable {
                 let free = Int64(info.f_bavail) * Int64(info.f_frsize)
                 guard free >= minimum else {
                     return .unreachable(
-                        reason: "\(state) has \(ByteCountText.format(Int(free))) free, less than state.min-free-space (\(ByteSizeFormat.format(minimum)))"
+                        reason: "\(state) has \(ByteCountText.format(Int(free))) free, less than state.min-free-space (\(ByteCountText.exact(minimum)))"
                     )
                 }
             } catch {

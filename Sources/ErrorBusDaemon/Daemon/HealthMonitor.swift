@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusControl
 import ErrorBusStore
@@ -189,8 +190,8 @@ final class HealthMonitor: Sendable {
     /// A level as an administrator sets it: `15m`, `1GiB`, `1000`.
     static func show(_ value: Double, unit: String) -> String {
         switch unit {
-        case "s": DurationFormat.format(.seconds(value))
-        case "B": ByteSizeFormat.format(Int64(value))
+        case "s": DurationText.exact(.seconds(value))
+        case "B": ByteCountText.exact(Int64(value))
         default: value == value.rounded() ? String(Int64(value)) : String(value)
         }
     }

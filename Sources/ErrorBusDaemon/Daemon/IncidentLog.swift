@@ -62,11 +62,17 @@ struct IncidentLog: Service {
         Int64(((Date().timeIntervalSince1970 + delay.timeInterval) * 1_000_000).rounded())
     }
 
+    /// Tells the incidents already open, then every event until the bus stops (its last events
+    /// end the incidents still open), then waits for its own turn to stop.
     func run() async throws {
         let subscription = await bus.subscribe()
-        for await event in subscription.cancelOnGracefulShutdown() {
+        for incident in subscription.initialSnapshot.incidents {
+            record(BusEvent(kind: .incidentOpened, incident: incident))
+        }
+        for await event in subscription {
             record(event)
         }
+        try? await gracefulShutdown()
     }
 
     /// Writes the history row of an incident's lifecycle step, then has the library's reporter
@@ -85,10 +91,11 @@ struct IncidentLog: Service {
 
     /// The journal fields of an incident's line.
     @Sendable static func journalFields(of event: BusEvent, _ incident: IncidentSnapshot) -> Logger.Metadata {
+        let endedByStop = incident.resolution == .shutdown
         let messageID = switch event.kind {
         case .incidentOpened: opened
         case .escalated: escalated
-        default: resolved
+        default: endedByStop ? ended : resolved
         }
         var metadata: Logger.Metadata = [
             "MESSAGE_ID": "\(messageID)",
@@ -107,7 +114,8 @@ struct IncidentLog: Service {
             metadata["ERRORBUS_JOBS"] = "\(incident.parked + incident.deadLettered)"
         default:
             metadata["ERRORBUS_FAILURES"] = "\(incident.failures)"
-            metadata["ERRORBUS_JOBS"] = "\(incident.released)"
+            // Those it still held when errorbusd stopped (queued again), or those it released.
+            metadata["ERRORBUS_JOBS"] = "\(endedByStop ? incident.parked : incident.released)"
         }
         return metadata
     }

@@ -71,19 +71,10 @@ actor ReloadService: Service {
         logger.notice("configuration reloaded", metadata: ["file": "\(file ?? "(none)")"])
     }
 
-    /// Settings that a running daemon cannot take over.
+    /// The keys a running daemon cannot take over that changed (those its table marks as taking
+    /// a restart), and the client certificate, whose file's content may change under one name.
     static func restartOnly(from old: DaemonConfiguration, to new: DaemonConfiguration) -> [String] {
-        var changed: [String] = []
-        if old.state.directory != new.state.directory { changed.append("state.directory") }
-        if old.state.minFreeSpace != new.state.minFreeSpace { changed.append("state.min-free-space") }
-        if old.sync.outbox != new.sync.outbox { changed.append("sync.outbox") }
-        if !old.bus.hasSameSettings(as: new.bus) { changed.append("bus") }
-        if old.log.level != new.log.level { changed.append("log.level") }
-        if old.metrics != new.metrics { changed.append("metrics.listen") }
-        if old.control != new.control { changed.append("control") }
-        if old.api.connectTimeout != new.api.connectTimeout || old.api.caFile != new.api.caFile {
-            changed.append("api.connect-timeout/api.ca-file")
-        }
+        var changed = ConfigurationKeys.table.filter { $0.restart && !$0.isEqual(old, new) }.map(\.key)
         if old.auth.clientIdentity != new.auth.clientIdentity {
             changed.append("the client certificate and key (auth.method mtls)")
         }

@@ -46,6 +46,8 @@ actor LoaderService: Service {
         var lastChanged: Date?
         var etag: String?
         var lastModified: String?
+        /// Why the last check failed, and what that leaves: "not refreshed, keeping the last good
+        /// copy: …", "never fetched, there is no copy of it: …". `nil` after a check that worked.
         var lastProblem: String?
     }
 
@@ -135,8 +137,9 @@ actor LoaderService: Service {
         let settings = self.settings
         let path = settings.directory + "/" + resource.name
         // Validators only for a copy that is there: a removed copy is fetched whole again.
-        let validators = FileManager.default.fileExists(atPath: path)
-            ? (try? store.validators(forResource: resource.name, url: resource.url)) ?? nil : nil
+        let hasCopy = FileManager.default.fileExists(atPath: path)
+        let stored = (try? store.validators(forResource: resource.name, url: resource.url)) ?? nil
+        let validators = hasCopy ? stored : nil
         let job = Job(
             id: "resources/\(resource.name)",
             service: Self.service,
@@ -152,6 +155,9 @@ actor LoaderService: Service {
             let fetch = try await bus.perform(job) {
                 try await Self.fetch(resource, to: path, validators: validators, settings: settings, http: http, auth: auth)
             }
+            if state.lastProblem != nil, case .unchanged = fetch {
+                logger.notice("resource \(resource.name) checked again: its copy is up to date")
+            }
             state.lastProblem = nil
             if case .changed(let newValidators, let bytes) = fetch {
                 state.lastChanged = Date()
@@ -161,11 +167,24 @@ actor LoaderService: Service {
                 logger.info("resource \(resource.name) updated (\(bytes) bytes)")
             }
         } catch {
-            // Whatever happened, the last good copy stays where it was.
-            let problem = error.failure.map { "\($0.text.title): \($0.text.message)" } ?? error.description
-            state.lastProblem = problem
+            // Whatever happened, the last good copy stays where it was, if there is one.
+            let failure = error.failure.map { "\($0.text.title): \($0.text.message)" } ?? error.description
+            let problem =
+                if hasCopy {
+                    "not refreshed, keeping the last good copy: \(failure)"
+                } else if stored == nil && state.lastChanged == nil {
+                    "never fetched, there is no copy of it: \(failure)"
+                } else {
+                    "not fetched again since its copy was removed, there is none: \(failure)"
+                }
             if error.reason != .shutdown && error.reason != .taskCancelled {
-                logger.warning("resource \(resource.name) not refreshed, keeping the last good copy: \(problem)")
+                // Told once per change of problem, not at every interval.
+                if problem != state.lastProblem {
+                    logger.warning("resource \(resource.name) \(problem)")
+                } else {
+                    logger.debug("resource \(resource.name) \(problem)")
+                }
+                state.lastProblem = problem
             }
         }
         states[resource.name] = state

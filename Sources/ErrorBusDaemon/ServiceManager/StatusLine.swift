@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusControl
 import ErrorBusSupport

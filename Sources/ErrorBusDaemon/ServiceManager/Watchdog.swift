@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusSupport
 import Logging

@@ -1,3 +1,4 @@
+import ErrorBus
 import Synchronization
 
 /// The outbox entries already taken care of, by name, with the size and modification time they
@@ -36,5 +37,20 @@ final class DuplicateFiles: Sendable {
     /// The copies of `job`'s content, forgotten here.
     func take(for job: String) -> [String] {
         paths.withLock { $0.removeValue(forKey: job) } ?? []
+    }
+}
+
+/// Jobs whose file was written again with other content while they were under way or held by
+/// the bus: given up when their turn comes, without reading the file, saying what replaced them.
+final class ReplacedJobs: Sendable {
+    private let replaced = Mutex<[String: Failure]>([:])
+
+    func add(_ id: String, _ failure: Failure) {
+        replaced.withLock { $0[id] = failure }
+    }
+
+    /// Why `id` was replaced, if it was; forgotten here.
+    func take(_ id: String) -> Failure? {
+        replaced.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: id) }
     }
 }

@@ -34,6 +34,7 @@ actor OutboxIngest {
     private let logger: Logger
     private let seen: SeenFiles
     private let duplicates: DuplicateFiles
+    private let replaced: ReplacedJobs
     private let deliveredFiles: @Sendable (_ path: String, _ fileName: String) -> Void
     private let queued: @Sendable () -> Void
     /// Outbox files errorbusd cannot read, by name: reported in the status and metrics until they
@@ -53,6 +54,7 @@ actor OutboxIngest {
         clock: Timeline,
         seen: SeenFiles,
         duplicates: DuplicateFiles,
+        replaced: ReplacedJobs,
         overflow: BacklogOverflow,
         storeFailures: StoreFailures,
         logger: Logger,
@@ -65,6 +67,7 @@ actor OutboxIngest {
         self.clock = clock
         self.seen = seen
         self.duplicates = duplicates
+        self.replaced = replaced
         self.overflow = overflow
         self.storeFailures = storeFailures
         self.logger = logger
@@ -191,7 +194,10 @@ actor OutboxIngest {
                 return unsettled
             }
             unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
-            await enqueue(inspections, directory: inspector.directory, announced: announced, pending: &pending)
+            // A file taken before and changed since holds other content now: its older jobs'
+            // content is gone.
+            let rewritten = Set(inspections.lazy.filter { known[$0.name] != nil }.map(\.name))
+            await enqueue(inspections, directory: inspector.directory, announced: announced, rewritten: rewritten, pending: &pending)
         }
         return unsettled
     }
@@ -201,7 +207,7 @@ actor OutboxIngest {
 
     /// - Parameter pending: The files of jobs the store knows, read when a file does not fit: they
     ///   take no room, being no new jobs (the store finds them duplicates).
-    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, pending: inout Set<String>?) async {
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, rewritten: Set<String>, pending: inout Set<String>?) async {
         var ready: [OutboxFile] = []
         for inspection in inspections {
             let name = inspection.name
@@ -213,7 +219,9 @@ actor OutboxIngest {
             switch inspection.verdict {
             case .ready(let size, let key):
                 let (id, digest) = settings.keyedByName ? (ContentKey.of(key, name: name), key) : (key, nil)
-                ready.append(OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size))
+                var file = OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size)
+                file.modifiedAt = inspection.stamp?.modified
+                ready.append(file)
                 seen.record(name, inspection.stamp)
                 forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):
@@ -265,6 +273,13 @@ actor OutboxIngest {
                     duplicates.add(duplicate.new.path, to: duplicate.existing.id)
                 }
             }
+            for discarded in result.replacedDiscarded {
+                let file = result.inserted.first { $0.id == discarded.id }?.fileName ?? discarded.fileName
+                logger.notice("\(file) has the content of a job discarded before (\(discarded.fileName), \(discarded.reason ?? "discarded")): it arrived again and is queued as a new job")
+            }
+            for job in result.inserted where rewritten.contains(job.fileName) {
+                await supersede(by: job)
+            }
             if !result.inserted.isEmpty {
                 logger.debug("queued \(result.inserted.count) outbox files")
                 queued()
@@ -273,6 +288,27 @@ actor OutboxIngest {
         } catch {
             for job in ready { seen.forget(job.fileName) }
             await storeFailures.report(error, doing: "queue \(ready.count) outbox files")
+        }
+    }
+
+    /// Gives up the older jobs of a file written again with other content, which `job` now is:
+    /// those waiting at once, those under way or held by the bus when their turn comes. Told once
+    /// per job given up.
+    private func supersede(by job: OutboxJob) async {
+        let file = OutboxFile(job)
+        let now = "its content (now job \(job.id.prefix(12)))"
+        do {
+            let reason = OutboxFileFailure.replaced(file, now).text
+            let (discarded, inFlight) = try store.supersede(path: job.path, service: job.service, by: job.id, reason: "\(reason.title): \(reason.message)")
+            for old in discarded {
+                let text = OutboxFileFailure.replaced(OutboxFile(old), now).text
+                logger.notice("\(text.title): \(text.message) \(text.next ?? "")")
+            }
+            for old in inFlight {
+                replaced.add(old.id, OutboxFileFailure.replaced(OutboxFile(old), now))
+            }
+        } catch {
+            await storeFailures.report(error, doing: "give up the jobs \(job.fileName) replaced")
         }
     }
 

@@ -1,8 +1,10 @@
 import Crypto
+import Foundation
 import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
 #endif
+import NIOCore
 import NIOPosix
 
 /// Looks at an entry of the outbox and decides whether it is a file ready to upload, computing
@@ -108,6 +110,11 @@ enum ContentKey {
         hex(of: try hash(fileAt: path))
     }
 
+    /// The hex SHA-256 of bytes read whole.
+    static func of(_ bytes: ByteBuffer) -> String {
+        hex(of: bytes.withUnsafeReadableBytes { SHA256.hash(data: $0) })
+    }
+
     /// The key of a file for an API that tells files by name: the hex SHA-256 of its content's
     /// key and its name, so that one content under two names is two jobs, and the same content
     /// under the same name one.
@@ -117,7 +124,7 @@ enum ContentKey {
 
     /// Lowercase hex, written in place: a string per byte, joined, cost as much as the hash of
     /// a 4 KiB file.
-    private static func hex(of digest: SHA256.Digest) -> String {
+    static func hex(of digest: SHA256.Digest) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { text in
             for (index, byte) in digest.enumerated() {
@@ -152,5 +159,10 @@ struct FileStamp: Equatable, Sendable {
         size = info.size
         modifiedSeconds = info.modifiedSeconds
         modifiedNanoseconds = info.modifiedNanoseconds
+    }
+
+    /// When the file was last written.
+    var modified: Date {
+        Date(timeIntervalSince1970: Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9)
     }
 }

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import ErrorBus
 import ErrorBusStore
 import ErrorBusSupport
@@ -27,7 +28,7 @@ struct StoreFailures: Sendable {
             text: OperatorText(
                 title: storeError.isDiskFull ? "State disk full" : "State read-only",
                 message: "errorbusd could not \(what): \(storeError)",
-                next: "Uploads pause until the state directory can be written with \(ByteSizeFormat.format(minFreeSpace)) free (state.min-free-space), checked with a back-off and at once by errorbusctl retry of this incident; outbox files stay in place."
+                next: "Uploads pause until the state directory can be written with \(ByteCountText.exact(minFreeSpace)) free (state.min-free-space), checked with a back-off and at once by errorbusctl retry of this incident; outbox files stay in place."
             )
         )
         await bus.report(failure)

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import AsyncHTTPClient
 import ErrorBus
 import ErrorBusHTTP
@@ -75,6 +76,8 @@ actor SyncService: Service {
     private let storeFailures: StoreFailures
     private let duplicates: DuplicateFiles
     private let removal: DeliveredFileRemoval
+    /// Jobs whose file was written again with other content while they were under way or held.
+    private nonisolated let replaced: ReplacedJobs
     /// Files delivered (swift-metrics).
     private let deliveries = Counter(label: "errorbus_sync_delivered_total")
     /// Attempts each delivered file took, this run's and those recorded before (a histogram).
@@ -134,6 +137,7 @@ actor SyncService: Service {
         let timeline = Timeline(clock)
         let seen = SeenFiles()
         let duplicates = DuplicateFiles()
+        let replaced = ReplacedJobs()
         let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let overflow = BacklogOverflow(logger: logger)
@@ -146,6 +150,7 @@ actor SyncService: Service {
         self.clock = timeline
         self.logger = logger
         self.duplicates = duplicates
+        self.replaced = replaced
         self.removal = removal
         self.makeUploader = makeUploader
         self.uploader = makeUploader(settings)
@@ -160,6 +165,7 @@ actor SyncService: Service {
             clock: timeline,
             seen: seen,
             duplicates: duplicates,
+            replaced: replaced,
             overflow: overflow,
             storeFailures: storeFailures,
             logger: logger,
@@ -280,8 +286,12 @@ actor SyncService: Service {
     /// bus holds the job parked: an `OutboxFile`, its history and a few references, not the whole
     /// stored job.
     private nonisolated func submit(_ job: OutboxFile, as busJob: Job, history: JobHistory, with uploader: any Uploading) async {
-        let maxAge = self.maxAge
+        let (maxAge, replaced) = (self.maxAge, self.replaced)
         let submission = await bus.submit(busJob) {
+            if let failure = replaced.take(job.id) {
+                // Its file holds other content now, a job of its own: nothing to send.
+                throw JobStopped(evaluation: .cancel, reason: .superseded, failure: failure)
+            }
             history.runs.add(1, ordering: .relaxed)
             if let limit = maxAge.limit {
                 let age = Duration.seconds(Date().timeIntervalSince(history.queuedAt))
@@ -395,6 +405,11 @@ actor SyncService: Service {
                 }
             case .discarded, .cancelledByOperator:
                 try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
+            case .superseded:
+                // Its file now holds other content, which is a job of its own.
+                let text = stopped.failure?.text ?? OperatorText(title: "Replaced before it was sent", message: "\(job.fileName) was replaced after it was queued.")
+                logger.notice("\(text.title): \(text.message) \(text.next ?? "")")
+                try store.markDiscarded(job.id, reason: "\(text.title): \(text.message)")
             case .parkingFull:
                 try store.markQueued(job.id, lastError: "parking full")
                 state.parkingFull(at: clock.now(), pause: Self.parkingFullPause)
@@ -513,7 +528,7 @@ extension SyncService {
         do {
             let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval), deliveredOnly: true)
             if forgotten > 0 {
-                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationFormat.format(retention))) ago")
+                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationText.exact(retention))) ago")
             }
         } catch {
             await storeFailures.report(error, doing: "forget finished jobs")
@@ -551,7 +566,7 @@ extension SyncService {
             parts.append("\(prunedUntold.overCount) beyond sync.dead-letters.max-count (\(retention.maxCount))")
         }
         if prunedUntold.tooOld > 0 {
-            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationFormat.format) ?? "none"))")
+            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationText.exact) ?? "none"))")
         }
         logger.notice("Dead letters given up, oldest first, their files removed: \(parts.joined(separator: "; "))")
         prunedUntold = (0, 0)
@@ -599,8 +614,8 @@ struct JobTooOld: CategorizedError {
     var cause: String { Self.cause }
     var operatorText: OperatorText {
         OperatorText(
-            title: "Older than \(DurationFormat.format(limit))",
-            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationFormat.format(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
+            title: "Older than \(DurationText.exact(limit))",
+            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationText.exact(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
             next: "Retry it after raising sync.max-age if the API takes it after all; otherwise discard it."
         )
     }

@@ -11,7 +11,7 @@ import Foundation
 /// SHA-256 as `Idempotency-Key`, any 2xx, and a JSON receipt whose `sha256` is the file's.
 package struct UploadContract: Sendable, Equatable {
     /// `api.upload.method`.
-    package enum Method: String, Sendable, Equatable {
+    package enum Method: String, Sendable, Equatable, CaseIterable {
         case put = "PUT"
         case post = "POST"
     }

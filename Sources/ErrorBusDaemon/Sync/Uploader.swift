@@ -89,6 +89,8 @@ final class Uploader: Uploading {
             // pool), and sent as one buffer without a body stream.
             do {
                 var body = try await Self.contents(of: job)
+                let sha256 = ContentKey.of(body)
+                guard sha256 == job.sha256 else { throw OutboxFileFailure.replaced(job, by: sha256) }
                 if let framing { body = framing.wrap(body) }
                 request.body = .bytes(body)
             } catch let error as SystemCallError {
@@ -100,7 +102,9 @@ final class Uploader: Uploading {
                 try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
                     let size = try await handle.info().size
                     guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
-                    let chunks = handle.readChunks(chunkLength: .bytes(Self.chunkLength))
+                    // Hashed as they go; the last chunk is sent only if the whole is the
+                    // content the job was keyed by.
+                    let chunks = VerifiedChunks(chunks: handle.readChunks(chunkLength: .bytes(Self.chunkLength)), job: job)
                     if let framing {
                         request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: size)))
                     } else {
@@ -120,6 +124,9 @@ final class Uploader: Uploading {
         let response: HTTPClientResponse
         do {
             response = try await http.execute(request, deadline: deadline)
+        } catch let stopped as JobStopped {
+            // The file's content changed under the body being sent: the request was cut short.
+            throw stopped
         } catch {
             throw HTTPFailure(classifying: error, method: method, url: url)
         }
@@ -229,6 +236,29 @@ struct OutboxFileFailure: CategorizedError {
             cause: "fileChanged",
             message: "\(job.fileName) changed after it was queued (\(job.size) bytes then, \(size) now): write files elsewhere and rename them into the outbox when complete.",
             scope: nil
+        )
+    }
+
+    /// The file's content is no longer the one the job was keyed by (rewritten in place, or
+    /// replaced under the same name, after it was queued): the job ends without sending it. Its
+    /// new content is a job of its own, which the outbox's watch or rescan queues.
+    static func replaced(_ job: OutboxFile, by sha256: String) -> JobStopped {
+        JobStopped(evaluation: .cancel, reason: .superseded, failure: replaced(job, "its content (SHA-256 \(sha256.prefix(12)))"))
+    }
+
+    /// The failure a job gives up with when its file was written again with other content
+    /// (`now`: what the file holds now).
+    static func replaced(_ job: OutboxFile, _ now: String) -> Failure {
+        Failure(
+            category: .invalid(reason: "the file was replaced"),
+            scope: job.service,
+            cause: "fileReplaced",
+            service: job.service,
+            text: OperatorText(
+                title: "Replaced before it was sent",
+                message: "\(job.fileName) was replaced after it was queued: \(now) is no longer the one queued as job \(job.id.prefix(12)), so nothing was sent under that job's key.",
+                next: "The new content is a job of its own; this one is given up."
+            )
         )
     }
 

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import Testing
 
 @testable import ErrorBusDaemon
@@ -30,9 +31,9 @@ import Testing
     }
 
     @Test func formatsWithTheLargestExactBinaryUnit() {
-        #expect(ByteSizeFormat.format(104_857_600) == "100MiB")
-        #expect(ByteSizeFormat.format(1_024) == "1KiB")
-        #expect(ByteSizeFormat.format(1_000) == "1000")
-        #expect(ByteSizeFormat.format(1) == "1")
+        #expect(ByteCountText.exact(104_857_600) == "100MiB")
+        #expect(ByteCountText.exact(1_024) == "1KiB")
+        #expect(ByteCountText.exact(1_000) == "1000")
+        #expect(ByteCountText.exact(1) == "1")
     }
 }

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import Testing
 
 @testable import ErrorBusDaemon
@@ -51,7 +52,7 @@ import Testing
         (.nanoseconds(5), "5ns"),
     ])
     func formats(duration: Duration, expected: String) {
-        #expect(DurationFormat.format(duration) == expected)
+        #expect(DurationText.exact(duration) == expected)
         #expect(DurationFormat.parse(expected) == duration)
     }
 }

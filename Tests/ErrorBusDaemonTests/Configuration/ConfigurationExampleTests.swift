@@ -14,6 +14,27 @@ import Testing
         .deletingLastPathComponent()  // the package
         .appendingPathComponent("etc/errorbusd/errorbusd.yaml").path
 
+    /// The example and `docs/configuration.md` are what the tables write: a key added, changed or
+    /// removed in a table and not regenerated fails here.
+    @Test(arguments: [
+        (ConfigurationReference.Format.yaml, "etc/errorbusd/errorbusd.yaml"),
+        (.markdown, "docs/configuration.md"),
+    ])
+    func isWhatTheTablesWrite(format: ConfigurationReference.Format, path: String) throws {
+        let package = URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let checkedIn = try String(contentsOfFile: package.appendingPathComponent(path).path, encoding: .utf8)
+        #expect(checkedIn == ConfigurationReference.text(format), "regenerate \(path) with errorbusd --config-reference \(format.rawValue)")
+    }
+
+    /// Every key of the reference has its environment variable, its type and its default.
+    @Test func theManPageDescribesEveryKey() {
+        let page = ConfigurationReference.text(.man, date: "November 25, 2026")
+        for key in ConfigurationKeys.table {
+            #expect(page.contains(".It Cm \(key.key)\n"), "\(key.key)")
+            #expect(page.contains(".Ev \(key.environmentVariable) ."), "\(key.key)")
+        }
+    }
+
     @Test func loadsAsTheDefaults() async throws {
         try await ConfigurationFixture.with { fixture in
             let configuration = try DaemonConfiguration.load(file: Self.examplePath, environment: try fixture.credentials())

@@ -10,8 +10,8 @@ import Testing
     @Test func retryNamesExactlyOneTarget() throws {
         let incident = try #require(try Errorbusctl.parseAsRoot(["retry", "7"]) as? Retry)
         #expect(incident.target.target == Control.Target(incident: 7))
-        let job = try #require(try Errorbusctl.parseAsRoot(["retry", "--job", "abc"]) as? Retry)
-        #expect(job.target.target == Control.Target(job: "abc"))
+        let job = try #require(try Errorbusctl.parseAsRoot(["retry", "--job", "afbf"]) as? Retry)
+        #expect(job.target.target == Control.Target(job: "afbf"))
         let dead = try #require(try Errorbusctl.parseAsRoot(["discard", "--dead-letters", "--json"]) as? Discard)
         #expect(dead.target.target == Control.Target(deadLetters: true))
         #expect(dead.options.json)
@@ -19,10 +19,13 @@ import Testing
         #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry"]) }
         #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry", "7", "--dead-letters"]) }
         #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["retry", "seven"]) }
+        // A job by its first 4 characters at the least.
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["discard", "--job", "afb"]) }
+        #expect(throws: (any Error).self) { try Errorbusctl.parseAsRoot(["cancel", "afb"]) }
     }
 
     @Test func everyCommandTakesSocketAndJSON() throws {
-        for command in ["status", "incidents", "incident 1", "jobs", "dead", "watch", "retry 1", "discard 1", "cancel j", "pause sync", "resume sync", "reauth", "reload"] {
+        for command in ["status", "incidents", "incident 1", "jobs", "dead", "watch", "retry 1", "discard 1", "cancel afbf9d0f3560", "pause sync", "resume sync", "reauth", "reload"] {
             let arguments = command.split(separator: " ").map(String.init) + ["--socket", "/tmp/x.sock", "--json"]
             let parsed = try #require(try Errorbusctl.parseAsRoot(arguments) as? any ControlCommand)
             #expect(parsed.options.socket == "/tmp/x.sock", "\(command)")

@@ -409,6 +409,87 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// The 12 characters of an id that `jobs` and `dead` show name the job, as a prefix of a
+    /// git commit's id does; an incident lists its parked jobs by file name.
+    @Test func aJobIsNamedByTheFirstCharactersOfItsIdAndParkedJobsByTheirFiles() async throws {
+        // Two contents whose ids start with the same 4 hex digits, and a third.
+        var firstByPrefix: [String: Int] = [:]
+        var twins: (Int, Int)?
+        for number in 0..<5000 where twins == nil {
+            let prefix = String(Daemon.key(of: Daemon.content(number)).prefix(4))
+            if let earlier = firstByPrefix[prefix] { twins = (earlier, number) } else { firstByPrefix[prefix] = number }
+        }
+        let (a, b) = try #require(twins)
+        let numbers = [a, b, a == 0 || b == 0 ? 1 : 0]
+        let ids = numbers.map { Daemon.key(of: Daemon.content($0)) }
+        let shared = String(ids[0].prefix(4))
+
+        try await Daemon.withDaemon { sandbox, daemon in
+            // Parked under a pause, which sends no canary: the jobs stay where they are.
+            let pause = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
+            for number in numbers { try daemon.drop("file-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("parked under incident \(pause.id)", count: 3)
+
+            // The incident lists its parked jobs by short id and file name.
+            let detail = try Self.json(Control.IncidentDetail.self, try await Self.ctl(daemon, "incident", "\(pause.id)", "--json"))
+            #expect(Set(detail.parked.map(\.id)) == Set(ids))
+            #expect(detail.parkedJobs == detail.parked.map(\.id))
+            #expect(Set(detail.parked.compactMap(\.name)) == Set(numbers.map { "file-\($0).bin" }))
+            let detailText = try await Self.ctl(daemon, "incident", "\(pause.id)")
+            let listed = detailText.outputLines.drop { !$0.hasPrefix("Parked jobs:") }
+            for (number, id) in zip(numbers, ids) {
+                #expect(listed.contains { $0.contains(String(id.prefix(12))) && $0.hasSuffix("file-\(number).bin") }, "\(detailText.standardOutput)")
+            }
+
+            // Too short a prefix is refused before it is sent; an ambiguous one says how many
+            // jobs it names and shows them; one no job's id starts with is not found.
+            let short = try await Self.ctl(daemon, "retry", "--job", String(ids[0].prefix(3)))
+            #expect(short.status == 64)
+            #expect(short.standardError.contains("at least its first 4 characters"), "\(short.standardError)")
+            let ambiguous = try await Self.ctl(daemon, "retry", "--job", shared)
+            #expect(ambiguous.status == 64)
+            #expect(ambiguous.standardError.contains("job id \(shared) is ambiguous: 2 jobs of sync start with it"), "\(ambiguous.standardError)")
+            #expect(ambiguous.standardError.contains("\(ids[0])  file-\(a).bin"), "\(ambiguous.standardError)")
+            #expect(ambiguous.standardError.contains("\(ids[1])  file-\(b).bin"), "\(ambiguous.standardError)")
+            let problem = try await Self.varlink(daemon) { client -> Control.AmbiguousJobID? in
+                do {
+                    _ = try await client.call(Control.cancel, .init(id: shared))
+                    return nil
+                } catch let error as VarlinkError {
+                    return try Control.ambiguousJob.parameters(of: error)
+                }
+            }
+            #expect(problem?.matches == 2)
+            #expect(problem?.candidates.map(\.id) == ids[0...1].sorted())
+            let unknownPrefix = try #require((0..<0x10000).lazy.map { String(format: "%04x", $0) }.first { p in !ids.contains { $0.hasPrefix(p) } })
+            let unknown = try await Self.ctl(daemon, "discard", "--job", unknownPrefix)
+            #expect(unknown.status == 4)
+            #expect(unknown.standardError.contains("no job \(unknownPrefix) of sync"), "\(unknown.standardError)")
+
+            // The 12 characters jobs shows discard one, cancel another, and retry the third's
+            // incident.
+            let discarded = try Self.json(Control.Count.self, try await Self.ctl(daemon, "discard", "--job", String(ids[0].prefix(12)), "--json"))
+            #expect(discarded.count == 1)
+            let cancelled = try await Self.ctl(daemon, "cancel", String(ids[1].prefix(12)))
+            #expect(cancelled.status == 0, "\(cancelled.standardError)")
+            let gone = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .discarded)) }
+            #expect(Set(gone.jobs.map(\.id)) == Set(ids[0...1]))
+            // Now the shared prefix names one job: the discarded one's tell what it is.
+            let again = try await Self.ctl(daemon, "retry", "--job", String(ids[0].prefix(8)))
+            #expect(again.status == 1)
+            #expect(again.standardError.contains("job \(ids[0]) of sync is discarded"), "\(again.standardError)")
+
+            // Retrying the third retries the pause holding it, which releases it.
+            let retried = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "--job", String(ids[2].prefix(12)), "--json"))
+            #expect(retried.count == 1)
+            // Delivered, its file removed; the discarded ones' files stay.
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.count == 2 }
+            #expect(try await sandbox.items().count == 1)
+            let delivered = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .delivered)) }
+            #expect(delivered.jobs.map(\.id) == [ids[2]])
+        }
+    }
+
     @Test func pauseCancelResumeReloadAndReauthenticate() async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             let paused = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))

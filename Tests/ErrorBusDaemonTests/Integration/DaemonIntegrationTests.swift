@@ -174,7 +174,7 @@ struct DaemonIntegrationTests {
         }
     }
 
-    @Test func aFileChangedOrRemovedWhileParkedIsADeadLetterSayingSo() async throws {
+    @Test func aFileAppendedToOrRemovedWhileParkedIsToldWhichHappened() async throws {
         try await Self.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             let changed = daemon.outbox + "/" + (try daemon.drop("changed.bin", content: Self.content(1)))
@@ -184,14 +184,77 @@ struct DaemonIntegrationTests {
             try handle.seekToEnd()
             try handle.write(contentsOf: Data("appended after it was queued".utf8))
             try handle.close()
+            let appended = try Data(contentsOf: URL(fileURLWithPath: changed))
             try FileManager.default.removeItem(atPath: removed)
+            try await daemon.waitForLog("parked under incident 1", count: 3)
             try await sandbox.clearFaults()
 
-            try await daemon.waitForLog("set aside as a dead letter: ", count: 2)
-            let reasons = try Self.store(of: daemon).jobs(.deadLettered).compactMap(\.reason).sorted()
-            #expect(reasons.count == 2)
-            #expect(reasons.contains { $0.contains("changed.bin changed after it was queued") })
-            #expect(reasons.contains { $0.contains("removed.bin was removed from the outbox") })
+            // The file appended to is its new content, sent; what it held is given up, not sent.
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try await daemon.waitForLog("set aside as a dead letter: ")
+            #expect(try await sandbox.items().keys.sorted() == [Self.key(of: appended)])
+            let store = try Self.store(of: daemon)
+            let dead = try store.jobs(.deadLettered)
+            #expect(dead.map(\.fileName) == ["removed.bin"])
+            #expect(dead.first?.reason?.contains("removed.bin was removed from the outbox") == true)
+            let replaced = try store.jobs(.discarded)
+            #expect(replaced.map(\.id) == [Self.key(of: Self.content(1))])
+            #expect(replaced.first?.reason?.contains("changed.bin was replaced after it was queued") == true)
+        }
+    }
+
+    @Test func aFileReplacedWhileItWaitsIsSentOnlyAsItsNewContent() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            // A small file replaced by rename, and one of several chunks rewritten in place: the
+            // same size, other bytes.
+            let (small, smallAgain) = (Data(#"{"v":1}"#.utf8), Data(#"{"v":2}"#.utf8))
+            let large = Data(repeating: 1, count: 200 * 1024)
+            var largeAgain = large
+            largeAgain[largeAgain.count - 1] = 2
+            try daemon.drop("status.json", content: small)
+            try daemon.drop("large.bin", content: large)
+            try await daemon.waitForLog("parked under incident 1", count: 2)
+            try daemon.drop("status.json", content: smallAgain)
+            let handle = try #require(FileHandle(forWritingAtPath: daemon.outbox + "/large.bin"))
+            try handle.write(contentsOf: largeAgain)
+            try handle.close()
+            try await daemon.waitForLog("parked under incident 1", count: 4)
+            try await sandbox.clearFaults()
+
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try await daemon.waitForLog("Replaced before it was sent", count: 2)
+            // What the API holds is each file's new content under its own key, and nothing else.
+            let items = try await sandbox.items()
+            #expect(Set(items.keys) == [Self.key(of: smallAgain), Self.key(of: largeAgain)])
+            for item in items.values { #expect(item.id == item.sha256) }
+            let store = try Self.store(of: daemon)
+            #expect(try store.jobs(.deadLettered).isEmpty)
+            let replaced = try store.jobs(.discarded)
+            #expect(Set(replaced.map(\.id)) == [Self.key(of: small), Self.key(of: large)])
+            #expect(replaced.allSatisfy { $0.reason?.contains("was replaced after it was queued") == true })
+        }
+    }
+
+    @Test func contentDiscardedOnceIsSentWhenItArrivesAgain() async throws {
+        try await Self.withDaemon { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            let heartbeat = Data("0 events\n".utf8)
+            try daemon.drop("hb.txt", content: heartbeat)
+            try await daemon.waitForLog("parked under incident 1")
+            let id = Self.key(of: heartbeat)
+            #expect(try await ControlIntegrationTests.ctl(daemon, "discard", "--job", id).status == 0)
+            #expect(try Self.store(of: daemon).jobs(.discarded).map(\.fileName) == ["hb.txt"])
+            try await sandbox.clearFaults()
+
+            // The producer writes the same bytes again, and once more under another name.
+            try FileManager.default.removeItem(atPath: daemon.outbox + "/hb.txt")
+            try daemon.drop("hb.txt", content: heartbeat)
+            try daemon.drop("hb2.txt", content: heartbeat)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items().keys.sorted() == [id])
+            #expect(daemon.log.contains("has the content of a job discarded before"))
+            #expect(try Self.store(of: daemon).jobs(.delivered).map(\.id) == [id])
         }
     }
 
@@ -211,6 +274,19 @@ struct DaemonIntegrationTests {
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             #expect(try await sandbox.items().count == 10)
+        }
+    }
+
+    /// SIGHUP reads the drop-ins too, and says which of their changes wait for a restart.
+    @Test func aReloadReadsTheDropInsAndTellsWhatTakesARestart() async throws {
+        try await Self.withDaemon { _, daemon in
+            let dropIns = daemon.configurationFile + ".d"
+            try FileManager.default.createDirectory(atPath: dropIns, withIntermediateDirectories: true)
+            try "log:\n  level: info\nsync:\n  concurrency: 2\n".write(toFile: dropIns + "/10-local.yaml", atomically: true, encoding: .utf8)
+            try daemon.signal(SIGHUP)
+            try await daemon.waitForLog("configuration reloaded")
+            #expect(daemon.log.contains("log.level changed: it applies when errorbusd restarts"))
+            #expect(!daemon.log.contains("sync.concurrency changed"))
         }
     }
 
@@ -328,7 +404,9 @@ struct DaemonIntegrationTests {
         // A stop ends it as such.
         let stopped = try await daemon.stop()
         #expect(stopped.status == 0)
-        #expect(stopped.standardError.contains("incident 1 ended as errorbusd stopped, unresolved"), "\(stopped.standardError)")
+        // Told with the counts it had when the bus stopped: the three jobs it still held.
+        #expect(stopped.standardError.contains("incident 1 still open when the bus stopped"), "\(stopped.standardError)")
+        #expect(stopped.standardError.contains("0 jobs released, 0 dead-lettered, 3 jobs still held"), "\(stopped.standardError)")
         #expect(stopped.standardError.contains("3 jobs held by incidents queued again"), "\(stopped.standardError)")
         var history = try Self.store(of: daemon).incidents()
         #expect(history.map(\.id) == [1])

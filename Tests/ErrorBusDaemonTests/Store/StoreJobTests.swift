@@ -49,6 +49,39 @@ import Testing
         }
     }
 
+    @Test func discardedContentArrivingAgainInAnotherFileOrRewrittenIsANewJob() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            var heartbeat = OutboxFile(id: "hb", service: "sync", fileName: "hb.txt", path: "/o/hb.txt", size: 2)
+            heartbeat.modifiedAt = Date(timeIntervalSinceNow: -60)
+            _ = try await store.enqueue([heartbeat])
+            #expect(try store.discardQueued("hb"))
+            let discarded = try #require(try store.job("hb"))
+
+            // The discarded file itself, found again (a rescan, a restart): still discarded.
+            let rescan = try await store.enqueue([heartbeat])
+            #expect(rescan.inserted.isEmpty && rescan.replacedDiscarded.isEmpty)
+            #expect(rescan.duplicates.map(\.existing.state) == [.discarded])
+
+            // The same bytes written to the same name after the discard: a new job.
+            var rewritten = heartbeat
+            rewritten.modifiedAt = discarded.updatedAt.addingTimeInterval(1)
+            let again = try await store.enqueue([rewritten])
+            #expect(again.inserted.map(\.id) == ["hb"])
+            #expect(again.inserted.first?.state == .queued)
+            #expect(again.replacedDiscarded.map(\.reason) == ["discarded by an operator"])
+            #expect(try store.job("hb")?.state == .queued)
+            #expect(try store.counts().discarded == 0)
+
+            // Discarded again, then the same bytes in another file: a new job too.
+            #expect(try store.discardQueued("hb"))
+            let copy = OutboxFile(id: "hb", service: "sync", fileName: "hb2.txt", path: "/o/hb2.txt", size: 2)
+            let other = try await store.enqueue([copy])
+            #expect(other.inserted.map(\.fileName) == ["hb2.txt"])
+            #expect(try store.job("hb")?.path == "/o/hb2.txt")
+            #expect(try store.counts().total == 1)
+        }
+    }
+
     @Test func claimingTakesTheOldestQueuedJobsAndMarksThemInFlight() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             // Several transactions within one millisecond: the order is the insertion order.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import ErrorBus
 import ErrorBusTesting
 import Foundation
+import InMemoryLogging
 import Logging
 import NIOCore
 import Testing
@@ -112,6 +113,66 @@ struct ClockedServiceTests {
                     // Checked again, conditionally: the sandbox answered 304.
                     #expect(try await Self.requests(sandbox, "resources") == 2)
                     #expect(await loader.states["motd"]?.etag != nil)
+                }
+            }
+        }
+    }
+
+    /// A resource that answers 404 and was never fetched says so, once and not at every
+    /// interval; one with a copy says it keeps it.
+    @Test func aResourceNeverFetchedSaysSoOnceNotAtEveryInterval() async throws {
+        try await LiveSandbox.with { sandbox in
+            try await StoreTestDirectory.withStore { store, state in
+                let bus = ErrorBus(clock: ManualClock(), logger: Self.logger)
+                let clock = ManualClock()
+                let auth = Self.auth(sandbox, bus: bus, clock: ManualClock(), margin: .seconds(60))
+                let directory = (state as NSString).deletingLastPathComponent + "/resources"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                let logs = InMemoryLogHandler()
+                let loader = LoaderService(
+                    settings: .init(
+                        directory: directory,
+                        resources: [
+                            .init(name: "missing", url: sandbox.baseURL + "/v1/resources/missing", interval: .seconds(300)),
+                            .init(name: "motd", url: sandbox.baseURL + "/v1/resources/motd", interval: .seconds(300)),
+                        ],
+                        realm: "api",
+                        requestTimeout: .seconds(10)
+                    ),
+                    store: store,
+                    bus: bus,
+                    auth: auth,
+                    http: sandbox.client,
+                    clock: clock,
+                    logger: Logger(label: "loader") { _ in logs }
+                )
+                let warnings = { (name: String) in
+                    logs.entries.filter { $0.level == .warning }.map(\.message.description).filter { $0.hasPrefix("resource \(name) ") }
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group throws in
+                    group.addTask { await bus.run() }
+                    group.addTask { try await loader.run() }
+                    defer { group.cancelAll() }
+                    await clock.sleepers(atLeast: 2)
+                    #expect(warnings("missing").count == 1)
+                    #expect(warnings("missing").first?.hasPrefix("resource missing never fetched, there is no copy of it: ") == true, "\(warnings("missing"))")
+                    #expect(warnings("motd").isEmpty)
+                    #expect(await loader.states["missing"]?.lastProblem?.hasPrefix("never fetched, there is no copy of it: ") == true)
+                    #expect(await loader.states["motd"]?.lastProblem == nil)
+
+                    // The same answer at the next interval is not told again.
+                    clock.advance(by: .seconds(300))
+                    await clock.sleepers(atLeast: 2)
+                    #expect(try await Self.requests(sandbox, "resources") == 4)
+                    #expect(warnings("missing").count == 1, "\(warnings("missing"))")
+
+                    // A resource with a copy keeps it, and says so.
+                    try await sandbox.fault(#"{"route":"resources","mode":"status","status":404}"#)
+                    clock.advance(by: .seconds(300))
+                    await clock.sleepers(atLeast: 2)
+                    #expect(warnings("motd").count == 1, "\(warnings("motd"))")
+                    #expect(warnings("motd").first?.hasPrefix("resource motd not refreshed, keeping the last good copy: ") == true, "\(warnings("motd"))")
+                    #expect(FileManager.default.fileExists(atPath: directory + "/motd"))
                 }
             }
         }
