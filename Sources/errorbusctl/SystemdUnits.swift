@@ -59,7 +59,11 @@ struct SystemdUnits: Sendable {
     /// within milliseconds; errorbusctl waits for them on the calling thread.
     private static func run(_ arguments: [String]) -> String? {
         var pipe: [Int32] = [-1, -1]
-        guard Glibc.pipe2(&pipe, O_CLOEXEC) == 0 else { return nil }
+        // Close-on-exec (Glibc does not export pipe2): the child gets the write end as its
+        // standard output only.
+        guard Glibc.pipe(&pipe) == 0 else { return nil }
+        _ = fcntl(pipe[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipe[1], F_SETFD, FD_CLOEXEC)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

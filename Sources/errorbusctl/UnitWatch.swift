@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// Watches errorbusd.service while a call waits for its answer, and ends the wait when the
 /// service's start fails: a call on the socket of a service that cannot start would otherwise
@@ -16,6 +17,11 @@ struct UnitWatch {
         var line: String
     }
 
+    /// What the watch found, read by the caller once its call ended.
+    private final class Found: Sendable {
+        let failed = Mutex<Failed?>(nil)
+    }
+
     var units: SystemdUnits?
     var grace = Duration.milliseconds(300)
     var interval = Duration.milliseconds(200)
@@ -25,22 +31,27 @@ struct UnitWatch {
         #if canImport(Glibc)
         guard let units else { return try await call() }
         let calledAt = Self.monotonicMicroseconds()
-        // The call runs in a child task of its own so that the watch can cancel it (which closes
-        // its connection). It is the only task that ever touches the call and its result, and the
-        // group waits for it before returning: moving them across is safe.
-        return try await withoutActuallyEscaping(call) { call in
-            let operation = UncheckedTransfer(call)
-            return try await withThrowingTaskGroup(of: UncheckedTransfer<Result>?.self) { group in
-                group.addTask { UncheckedTransfer(try await operation.value()) }
-                group.addTask {
+        // The call runs in this task, the watch in a child. When the watch finds that the start
+        // failed, it cancels this task, which ends the call (its connection is closed), and the
+        // failure is thrown in place of the call's cancellation.
+        let caller = UncheckedTransfer(withUnsafeCurrentTask { $0 })
+        let found = Found()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
                     try await watch(units, since: calledAt)
-                    return nil
+                } catch let failed as Failed {
+                    found.failed.withLock { $0 = failed }
+                    // The caller waits for this group, so its task is still there to cancel.
+                    caller.value?.cancel()
                 }
-                defer { group.cancelAll() }
-                while let finished = try await group.next() {
-                    if let result = finished { return result.value }
-                }
-                preconditionFailure("the call's task ended without a result")
+            }
+            defer { group.cancelAll() }
+            do {
+                return try await call()
+            } catch {
+                if let failed = found.failed.withLock({ $0 }) { throw failed }
+                throw error
             }
         }
         #else
@@ -71,9 +82,8 @@ struct UnitWatch {
     #endif
 }
 
-/// A value handed to and from the one child task that uses it (``UnitWatch/whileWaiting(_:)``).
-/// Not `Sendable` by itself: unchecked, because exactly one task holds it at a time and the
-/// group's end orders the hand-over.
+/// The calling task, handed to the watch (``UnitWatch/whileWaiting(_:)``) to cancel: unchecked,
+/// because cancelling a task is safe from any thread and the caller outlives the watch.
 private struct UncheckedTransfer<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }
