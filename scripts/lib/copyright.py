@@ -49,11 +49,29 @@ def linked_packages(build):
                 target = match.group(1)
                 if target in ours:
                     continue
-                if target in owner:
+                # A Swift target's own list of its sources names its checkout (a target's name
+                # need not be its directory's: SystemPackage is swift-system's Sources/System).
+                sources = os.path.join(build, "release", target + ".build", "sources")
+                checkout = source_checkout(sources, checkouts) if os.path.exists(sources) else None
+                if checkout:
+                    packages.add(checkout)
+                elif target in owner:
                     packages.add(owner[target])
                 else:
                     unknown.add(target)
     return packages, unknown
+
+
+def source_checkout(sources, checkouts):
+    """The checkout the first file of a target's sources list is in, or None."""
+    prefix = os.path.realpath(checkouts) + os.sep
+    with open(sources) as file:
+        for line in file:
+            path = os.path.realpath(line.strip())
+            if path.startswith(prefix):
+                return path[len(prefix):].split(os.sep, 1)[0]
+            return None
+    return None
 
 
 def copyright_packages(path):
