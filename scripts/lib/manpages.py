@@ -16,6 +16,8 @@ express put right:
 - a discussion's "Exit status:" list (`  N   text` lines) becomes the EXIT STATUS section, in
   place of the generic "exits 0 on success, and >0 if an error occurs"; a command's own page
   gets its program's list;
+- a command's page is named errorbusctl.status in its NAME section (whatis cannot read a name
+  with a space), and errorbusctl status elsewhere;
 - a discussion's blank lines become paragraph breaks, and each sentence starts a line, as mdoc
   wants (mandoc warns otherwise); a paragraph break with nothing after it is dropped.
 
@@ -106,8 +108,21 @@ def exit_status(page):
     return entries
 
 
+def name_command(page):
+    """A command's page names itself "errorbusctl status", which whatis databases (lexgrog, and
+    so lintian) cannot parse: its NAME becomes the page's name (errorbusctl.status, as `man`
+    finds it) and every other mention the command as typed (errorbusctl status)."""
+    match = re.search(r'^\.Nm "([^" ]+) ([^"]+)"$', page, flags=re.M)
+    if not match:
+        return page
+    program, command = match.groups()
+    page = page.replace(match.group(0), ".Nm %s.%s" % (program, command.replace(" ", ".")), 1)
+    page = re.sub(r'^\.Nd "(.*)"$', r".Nd \1", page, count=1, flags=re.M)
+    return re.sub(r"^\.Nm$", ".Nm %s Cm %s" % (program, command), page, flags=re.M)
+
+
 def fix(page, exit_list):
-    lines, out, skipping = page.splitlines(), [], False
+    lines, out, skipping = name_command(page).splitlines(), [], False
     for line in lines:
         if line.strip() == "Exit status:" and exit_list:
             skipping = True
