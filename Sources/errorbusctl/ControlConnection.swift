@@ -37,26 +37,47 @@ enum ControlConnection {
 
     /// As ``with(_:_:)``, but a failure is thrown as a ``Failure`` instead of being written to
     /// standard error: for `health`, whose UNKNOWN line goes to standard output.
+    ///
+    /// Under systemd, a call on errorbusd's own socket is watched (``UnitWatch``): when the
+    /// service's start fails while the call waits, or the socket does not answer at all, the
+    /// failure says why errorbusd is not running (its unit's last result, the journal's last line
+    /// of its process) and exits 69 at once, instead of waiting out the call's 30 s timeout.
     static func withoutReport<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+        let units = SystemdUnits(socket: options.socket)
         do {
-            return try await VarlinkClient.withConnection(to: options.socket, logger: logger, body)
+            return try await UnitWatch(units: units).whileWaiting {
+                try await VarlinkClient.withConnection(to: options.socket, logger: logger, body)
+            }
         } catch let error as VarlinkClientError where error.code == .connectFailed {
             switch error.errno {
             case EACCES, EPERM:
                 throw Failure(message: "cannot open \(options.socket): permission denied", code: ExitStatus.permissionDenied)
             default:
-                throw Failure(message: "errorbusd is not running (cannot connect to \(options.socket))", code: ExitStatus.notRunning)
+                throw Failure(
+                    message: notRunning(units) ?? "errorbusd is not running (cannot connect to \(options.socket))",
+                    code: ExitStatus.notRunning
+                )
             }
         } catch let error as VarlinkError {
             throw Failure(message: message(for: error), code: exitCode(for: error))
         } catch let error as VarlinkClientError where error.code == .connectionClosed {
             throw Failure(
-                message: "errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd",
+                message: notRunning(units)
+                    ?? "errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd",
                 code: ExitStatus.notRunning
             )
         } catch let error as VarlinkClientError {
+            if let reason = notRunning(units) { throw Failure(message: reason, code: ExitStatus.notRunning) }
             throw Failure(message: "errorbusd did not answer properly: \(error)", code: ExitStatus.failure)
+        } catch let failure as UnitWatch.Failed {
+            throw Failure(message: failure.line, code: ExitStatus.notRunning)
         }
+    }
+
+    /// Why errorbusd is not running, in one line, when systemd can tell and it does not run.
+    private static func notRunning(_ units: SystemdUnits?) -> String? {
+        guard let units, let diagnosis = units.current(), !diagnosis.isRunning, diagnosis.reason != nil else { return nil }
+        return diagnosis.line(journal: units.lastWords(of: diagnosis))
     }
 
     static func exitCode(for error: VarlinkError) -> ExitCode {

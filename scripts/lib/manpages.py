@@ -1,30 +1,40 @@
 #!/usr/bin/env python3
 """Writes the man pages of errorbusd and errorbusctl, and checks them.
 
-  scripts/lib/manpages.py BIN_DIR OUTPUT_DIR [--date YYYY-MM-DD] [--authors NAME] [--lint]
+  scripts/lib/manpages.py BIN_DIR MAN_DIR [--date YYYY-MM-DD] [--authors NAME] [--lint]
 
 BIN_DIR holds errorbusd, errorbusctl and swift-argument-parser's generate-manual (any build:
-.build-static/release for scripts/install, .build/debug for scripts/test). The pages are
-generate-manual's, from each program's own description of its arguments
-(--experimental-dump-help), with what generate-manual cannot express put right:
+.build-static/release for scripts/install, .build/debug for scripts/test). The pages go into
+MAN_DIR/manN (man8/errorbusd.8, man1/errorbusctl.1, man1/errorbusctl.status.1, …, and
+man5/errorbusd.yaml.5 where errorbusd writes it). errorbusd is a daemon (section 8),
+errorbusctl a command (section 1). Their pages are generate-manual's, from each program's own
+description of its arguments (--experimental-dump-help), with what generate-manual cannot
+express put right:
 
 - the argument parser lists its own `help` command as a subcommand of every program; errorbusd
   has no other, so its synopsis would show a subcommand it does not take: dropped there;
 - a discussion's "Exit status:" list (`  N   text` lines) becomes the EXIT STATUS section, in
   place of the generic "exits 0 on success, and >0 if an error occurs"; a command's own page
   gets its program's list;
+- a command's page is named errorbusctl.status in its NAME section (whatis cannot read a name
+  with a space), and errorbusctl status elsewhere;
 - a discussion's blank lines become paragraph breaks, and each sentence starts a line, as mdoc
   wants (mandoc warns otherwise); a paragraph break with nothing after it is dropped.
 
-errorbusd.yaml(5) is errorbusd's own (`errorbusd --config-reference man`), written to man5 beside
-OUTPUT_DIR when that is a man1 directory, else into OUTPUT_DIR.
+Pages a program writes whole are taken as it writes them (WHOLE_PAGES): the configuration
+reference errorbusd.yaml(5), from `errorbusd --config-reference man`, with --date put in its
+.Dd line.
 
 --lint then fails unless `mandoc -T lint -W warning` and groff (`-mandoc -ww -z`) say nothing
 about any page.
 """
 import argparse, datetime, json, os, re, shutil, subprocess, sys, tempfile
 
-PROGRAMS = (("errorbusd", False), ("errorbusctl", True))  # name, one page per command
+PROGRAMS = (("errorbusd", 8, False), ("errorbusctl", 1, True))  # name, section, one page per command
+# (program, its arguments that write the page to standard output, the page).
+WHOLE_PAGES = (
+    ("errorbusd", ["--config-reference", "man"], "errorbusd.yaml.5"),
+)
 EXIT_ENTRY = re.compile(r"^ {1,4}(\d+) +(\S.*)$")
 UNBREAKABLE = re.compile(r"(?<![\\\w])[\w:-]*[./][\w:-][\w./:-]*")
 SENTENCE_END = re.compile(r"(?<=[A-Za-z0-9)\"'}][.?!]) +(?=[A-Z0-9(\"'{])")
@@ -40,10 +50,9 @@ def dump_help(binary):
 
 
 def generate(bin_dir, output, date, authors):
-    os.makedirs(output, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory(prefix="errorbus-manpages-") as work:
-        for name, multi_page in PROGRAMS:
+        for name, section, multi_page in PROGRAMS:
             # generate-manual runs the program it is given with --experimental-dump-help: it is
             # given one that prints the corrected description.
             description = os.path.join(work, name + ".json")
@@ -55,30 +64,33 @@ def generate(bin_dir, output, date, authors):
             os.chmod(tool, 0o755)
             pages = os.path.join(work, name + "-pages")
             os.makedirs(pages)
-            command = [os.path.join(bin_dir, "generate-manual"), tool, "--authors", authors, "--output-directory", pages]
+            command = [os.path.join(bin_dir, "generate-manual"), tool, "--section", str(section), "--authors", authors,
+                       "--output-directory", pages]
             if date:
                 command += ["--date", date]
             if multi_page:
                 command.append("--multi-page")
             subprocess.run(command, check=True)
             texts = {page: open(os.path.join(pages, page)).read() for page in sorted(os.listdir(pages))}
-            exit_list = exit_status(texts.get(name + ".1", ""))
+            exit_list = exit_status(texts.get("%s.%d" % (name, section), ""))
             for page, text in texts.items():
-                fixed = fix(text, exit_list)
-                with open(os.path.join(output, page), "w") as file:
-                    file.write(fixed)
-                written.append(os.path.join(output, page))
-    # errorbusd.yaml(5), which errorbusd writes from its configuration's tables; beside man1 in
-    # man5 when the output is a man1 directory.
-    page = subprocess.run([os.path.join(bin_dir, "errorbusd"), "--config-reference", "man"], check=True, capture_output=True, text=True).stdout
-    if date:
-        page = re.sub(r"^\.Dd .*$", ".Dd " + datetime.date.fromisoformat(date).strftime("%B %-d, %Y"), page, count=1, flags=re.M)
-    section5 = os.path.join(os.path.dirname(os.path.abspath(output)), "man5") if os.path.basename(os.path.abspath(output)) == "man1" else output
-    os.makedirs(section5, exist_ok=True)
-    with open(os.path.join(section5, "errorbusd.yaml.5"), "w") as file:
-        file.write(page)
-    written.append(os.path.join(section5, "errorbusd.yaml.5"))
+                written.append(write(output, page, fix(text, exit_list)))
+    for name, arguments, page in WHOLE_PAGES:
+        text = subprocess.run([os.path.join(bin_dir, name)] + arguments, check=True, capture_output=True, text=True).stdout
+        if date:
+            text = re.sub(r"^\.Dd .*$", ".Dd " + datetime.date.fromisoformat(date).strftime("%B %-d, %Y"), text, count=1, flags=re.M)
+        written.append(write(output, page, text))
     return written
+
+
+def write(man_dir, page, text):
+    """Writes `page` (name.section) into its section's directory of `man_dir`; returns its path."""
+    directory = os.path.join(man_dir, "man" + page.rsplit(".", 1)[1])
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, page)
+    with open(path, "w") as file:
+        file.write(text)
+    return path
 
 
 def exit_status(page):
@@ -96,8 +108,21 @@ def exit_status(page):
     return entries
 
 
+def name_command(page):
+    """A command's page names itself "errorbusctl status", which whatis databases (lexgrog, and
+    so lintian) cannot parse: its NAME becomes the page's name (errorbusctl.status, as `man`
+    finds it) and every other mention the command as typed (errorbusctl status)."""
+    match = re.search(r'^\.Nm "([^" ]+) ([^"]+)"$', page, flags=re.M)
+    if not match:
+        return page
+    program, command = match.groups()
+    page = page.replace(match.group(0), ".Nm %s.%s" % (program, command.replace(" ", ".")), 1)
+    page = re.sub(r'^\.Nd "(.*)"$', r".Nd \1", page, count=1, flags=re.M)
+    return re.sub(r"^\.Nm$", ".Nm %s Cm %s" % (program, command), page, flags=re.M)
+
+
 def fix(page, exit_list):
-    lines, out, skipping = page.splitlines(), [], False
+    lines, out, skipping = name_command(page).splitlines(), [], False
     for line in lines:
         if line.strip() == "Exit status:" and exit_list:
             skipping = True

@@ -304,7 +304,7 @@ package enum ConfigurationReference {
             ".El",
             ".Sh SEE ALSO",
             ".Xr errorbusctl 1 ,",
-            ".Xr errorbusd 1",
+            ".Xr errorbusd 8",
         ]
         return lines.joined(separator: "\n") + "\n"
     }

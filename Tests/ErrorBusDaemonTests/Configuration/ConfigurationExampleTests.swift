@@ -45,6 +45,20 @@ import Testing
         }
     }
 
+    /// `etc/errorbusd/errorbusd.minimal.yaml`, the package's template for
+    /// `/etc/errorbusd/errorbusd.yaml`: only what an administrator sets, each at its default.
+    @Test func theTemplateLoadsAsTheDefaults() async throws {
+        let template = URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().appendingPathComponent("errorbusd.minimal.yaml").path
+        try await ConfigurationFixture.with { fixture in
+            let configuration = try DaemonConfiguration.load(file: template, environment: try fixture.credentials())
+            #expect(configuration == fixture.defaults)
+            let outline = try ConfigurationFileOutline(parsing: try String(contentsOfFile: template, encoding: .utf8), file: template)
+            for key in ["api.base-url", "auth.method", "auth.client-id"] {
+                #expect(outline.contains(key), "\(key) is not in the template")
+            }
+        }
+    }
+
     @Test func leavesSystemdDirectoriesToSystemd() async throws {
         try await ConfigurationFixture.with { fixture in
             var environment = try fixture.credentials()
