@@ -27,6 +27,11 @@ final class OutboxItem: Sendable {
 func makeBus() -> ErrorBus {
     var configuration = ErrorBusConfiguration()
     configuration.maxParkedJobs = .max
+    // ERRORBUS_BENCH_ATTEMPT_TIMEOUT=off: runs without their deadline (a task group each), to
+    // compare its cost side by side.
+    if ProcessInfo.processInfo.environment["ERRORBUS_BENCH_ATTEMPT_TIMEOUT"] == "off" {
+        configuration.attemptTimeout = nil
+    }
     return ErrorBus(configuration: configuration, logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
 }
 
