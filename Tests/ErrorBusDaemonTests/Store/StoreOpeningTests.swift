@@ -30,6 +30,48 @@ import ErrorBusDaemon
         }
     }
 
+    /// A store as errorbusd 0.2.0 left it (its schema ends at migration 5; shipped migrations are
+    /// never edited, so these are its own), with work in every state: a package upgrade opens it
+    /// with the new errorbusd, which migrates it and goes on with that work.
+    @Test func aStoreWrittenByRelease020IsMigratedWithItsWork() async throws {
+        try await StoreTestDirectory.with { directory in
+            let queue = try DatabaseQueue(path: directory + "/" + JobStore.databaseFileName)
+            try StoreSchema.migrator.migrate(queue, upTo: "5 backlog bytes, dead-letter age")
+            try await queue.write { db in
+                for (index, state) in ["queued", "inFlight", "deadLettered", "delivered"].enumerated() {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO job (id, service, fileName, path, size, state, attempts, reason, incident, createdAt, updatedAt)
+                            VALUES (?, 'sync', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            "job-\(index)", "file-\(index).bin", "/outbox/file-\(index).bin", 100 * (index + 1), state, index,
+                            state == "deadLettered" ? "Rejected by the API" : nil, state == "deadLettered" ? 3 : nil, 1_000 + index, 1_000 + index,
+                        ]
+                    )
+                }
+                try db.execute(sql: "INSERT INTO resource (name, etag, updatedAt) VALUES ('catalog', '\"v1\"', 5)")
+            }
+            try queue.close()
+
+            let logs = InMemoryLogHandler()
+            let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger(logs))
+            #expect(logs.entries.contains { $0.metadata["migrations"] == "6 resource validators, 7 job digest" })
+            let counts = try store.counts()
+            #expect((counts.queued, counts.inFlight, counts.deadLettered, counts.delivered) == (1, 1, 1, 1))
+            #expect(try store.backlog().bytes == 100 + 200)
+            // A job 0.2.0 had under way is queued again, and both go, oldest first.
+            #expect(try store.requeueInterrupted() == 1)
+            #expect(try await store.claimQueued(limit: 10).map(\.id) == ["job-0", "job-1"])
+            let dead = try store.deadLetters()
+            #expect(dead.map(\.id) == ["job-2"])
+            #expect(dead.first?.reason == "Rejected by the API" && dead.first?.incident == 3 && dead.first?.digest == nil)
+            #expect(try store.retryDeadLetters() == 1)
+            #expect(try store.checkIntegrity() == ["ok"])
+            try await store.close()
+        }
+    }
+
     @Test func reopeningKeepsEverythingAndMigratesNothing() async throws {
         try await StoreTestDirectory.with { directory in
             let first = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
