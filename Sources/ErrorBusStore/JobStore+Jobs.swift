@@ -35,43 +35,34 @@ extension JobStore {
             var replacedDiscarded: [OutboxJob] = []
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
-                try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds])
-                if db.changesCount == 1 {
-                    inserted.append(
-                        OutboxJob(
-                            id: job.id,
-                            digest: job.digest,
-                            service: job.service,
-                            fileName: job.fileName,
-                            path: job.path,
-                            size: job.size,
-                            state: .queued,
-                            createdAt: Date(storeMilliseconds: created),
-                            updatedAt: now
-                        )
-                    )
-                } else if let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) {
-                    if existing.state == .discarded, Self.arrivedAgain(job, after: existing) {
-                        try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id])
-                        try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, milliseconds, milliseconds])
-                        inserted.append(
-                            OutboxJob(
-                                id: job.id,
-                                digest: job.digest,
-                                service: job.service,
-                                fileName: job.fileName,
-                                path: job.path,
-                                size: job.size,
-                                state: .queued,
-                                createdAt: now,
-                                updatedAt: now
-                            )
-                        )
-                        replacedDiscarded.append(existing)
-                    } else {
-                        duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
-                    }
+                func insertQueued() throws -> Bool {
+                    try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds])
+                    return db.changesCount == 1
                 }
+                if try !insertQueued() {
+                    guard let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) else { continue }
+                    guard existing.state == .discarded, Self.arrivedAgain(job, after: existing) else {
+                        duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
+                        continue
+                    }
+                    // Its content arrived again: a new job in place of the discarded one.
+                    try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id])
+                    guard try insertQueued() else { continue }
+                    replacedDiscarded.append(existing)
+                }
+                inserted.append(
+                    OutboxJob(
+                        id: job.id,
+                        digest: job.digest,
+                        service: job.service,
+                        fileName: job.fileName,
+                        path: job.path,
+                        size: job.size,
+                        state: .queued,
+                        createdAt: Date(storeMilliseconds: created),
+                        updatedAt: now
+                    )
+                )
             }
             return EnqueueResult(inserted: inserted, duplicates: duplicates, replacedDiscarded: replacedDiscarded)
         }
