@@ -74,30 +74,37 @@ struct RunBoundTests {
         }
     }
 
-    @Test func aJobCancelledWhileItRunsStopsWhenItsRunEnds() async throws {
-        try await withRunningBus { bus, _, events in
+    @Test func aJobCancelledWhileItRunsAsACanaryStopsWhenItsRunEnds() async throws {
+        try await withRunningBus { bus, clock, events in
             let running = Barrier(count: 2)
             let finish = Barrier(count: 2)
-            async let submission = bus.submit(.sync(0)) {
-                await running.arriveAndWait()
-                await finish.arriveAndWait()
+            let runs = Counter()
+            let stopped = OneShotBox<JobStopped>()
+            _ = await bus.submit(.sync(0)) {
+                // Its first run fails and parks it; its second, as the canary, hangs until let go.
+                if runs.increment() > 1 {
+                    await running.arriveAndWait()
+                    await finish.arriveAndWait()
+                }
                 throw TestFailure.transient
-            } completion: { _ in }
+            } completion: { outcome in
+                if case .stopped(let stop) = outcome { stopped.set(stop) }
+            }
+            let opened = try #require(try await events.next(.incidentOpened).incident)
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
             await running.arriveAndWait()
             #expect(try await bus.cancel(job: Job.sync(0).id, service: "sync") == .whenRunEnds)
             await finish.arriveAndWait()
-            guard case .stopped(let stopped) = await submission else {
-                Issue.record("a job cancelled while it ran was held")
-                return
-            }
-            #expect(stopped.reason == .cancelledByOperator)
-            // Its failure still counts: it opened the incident, which holds nothing.
-            let opened = try #require(try await events.next(.incidentOpened).incident)
-            #expect(stopped.incident == opened.id)
+            let stop = try #require(await stopped.value)
+            #expect(stop.reason == .cancelledByOperator)
+            #expect(stop.incident == opened.id)
+            // Its failure still counts; it is not held again.
+            #expect(try await bus.incident(opened.id).failures == 2)
             #expect(await bus.snapshot().parkedJobs == 0)
             await #expect(throws: ErrorBusError.noSuchJob(service: "sync", id: Job.sync(0).id)) {
                 try await bus.cancel(job: Job.sync(0).id, service: "sync")
             }
         }
     }
+
 }
