@@ -244,11 +244,11 @@ extension ErrorBus {
             }
             let started = clock.now()
             command.limits?.runs.add(1, ordering: .relaxed)
-            running.withLock { $0.start(command.job, serial: command.serial) }
+            let underWay = running.withLock { $0.start(command.job) }
             do {
                 try await run(command)
                 // A run that succeeded stands, whoever asked to cancel it meanwhile.
-                _ = running.withLock { $0.finish(command.job, serial: command.serial) }
+                _ = running.withLock { $0.finish(underWay) }
                 let now = clock.now()
                 let latency = started.duration(to: now)
                 if takesSlot {
@@ -263,7 +263,7 @@ extension ErrorBus {
                 // Given back once the failure is routed: runs waiting for the slot find the
                 // incident it opened holding the scope, and park.
                 if takesSlot { releaseSlot(command.job, Self.load(signalledBy: error), at: clock.now()) }
-                if running.withLock({ $0.finish(command.job, serial: command.serial) }) {
+                if running.withLock({ $0.finish(underWay) }) {
                     // Cancelled while it ran: its failure counted, and it ends here.
                     return await stopCancelled(command, after: decision, context)
                 }
