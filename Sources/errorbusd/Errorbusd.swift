@@ -101,7 +101,7 @@ struct Errorbusd: AsyncParsableCommand {
         }
         Self.bootstrapLogging(level: configuration.log.level)
         let metrics = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory.errorbusd(registry: metrics))
+        MetricsSystem.bootstrap(ErrorbusdMetricsFactory(registry: metrics))
         let logger = Logger(label: "errorbusd")
         let daemon = Daemon(
             configuration: configuration,

@@ -76,4 +76,39 @@ struct ServiceTests {
         #expect(try metrics.expectCounter("errorbus_incidents_resolved_total", dimensions).lastValue == 1)
         #expect(try metrics.expectCounter("errorbus_failures_absorbed_total", dimensions).lastValue == 1)
     }
+
+    /// Failures are counted as an incident absorbs them, not at its end: each event counts those
+    /// before it, and `countAbsorbed` (called before each exposition) those since; a snapshot
+    /// taken before the incident resolved, read after, counts nothing again.
+    @Test func theReporterCountsFailuresAsTheyAreAbsorbedAndEachOnce() async throws {
+        let metrics = TestMetrics()
+        let bus = ErrorBus(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let reporter = IncidentReporter(bus: bus, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), metricsFactory: metrics)
+        reporter.declareCounters(services: ["sync"])
+        let dimensions = [("service", "sync"), ("category", "rate_limited")]
+        let absorbed = try metrics.expectCounter("errorbus_failures_absorbed_total", dimensions)
+        #expect(absorbed.totalValue == 0, "there from the start, at 0")
+
+        let events = await bus.subscribe()
+        let failure = Failure(category: .rateLimited(retryAfter: nil), scope: "api", cause: "429", service: "sync", text: OperatorText(title: "Rate limited", message: "429"))
+        var incident: IncidentID?
+        for _ in 0..<10 { incident = await bus.report(failure) ?? incident }
+        let id = try #require(incident)
+        var iterator = events.makeAsyncIterator()
+        let opened = try #require(await iterator.next())
+        reporter.report(opened)
+        #expect(absorbed.totalValue == 1, "the event counts the failure it carries")
+        let before = await bus.snapshot()
+        reporter.countAbsorbed(before)
+        #expect(absorbed.totalValue == 10, "an exposition counts those absorbed since, while the incident is open")
+
+        try await bus.discard(incident: id)
+        while let event = await iterator.next() {
+            reporter.report(event)
+            if event.kind == .incidentResolved { break }
+        }
+        reporter.countAbsorbed(before)
+        #expect(absorbed.totalValue == 10, "neither the end nor a stale snapshot counts them again")
+        #expect(try metrics.expectCounter("errorbus_incidents_resolved_total", dimensions).totalValue == 1)
+    }
 }

@@ -1,4 +1,6 @@
 import ErrorBusUnits
+import DequeModule
+import Synchronization
 public import CoreMetrics
 public import Logging
 public import ServiceLifecycle
@@ -15,16 +17,20 @@ public import ServiceLifecycle
 /// `incident 3 resolved after 42 s: 120 failures absorbed, 118 jobs released, 2 dead-lettered`
 /// (notice); each dead letter (debug: the incident's lines tell the story); retries waiting for
 /// the retry budget outside any incident (warning). The counters, with the dimensions `service` and
-/// `category` (a ``ErrorCategory/Kind``, or `paused` for an operator's pause):
-/// `errorbus_incidents_opened_total`, `errorbus_incidents_escalated_total`,
-/// `errorbus_incidents_resolved_total`, `errorbus_failures_absorbed_total` (counted when its
-/// incident resolves) and `errorbus_jobs_dead_lettered_total`. Nothing is counted unless the
-/// process bootstraps a metrics backend (`MetricsSystem.bootstrap`).
+/// `category` (a ``ErrorCategory/Kind`` in snake case, `rate_limited`, or `paused` for an
+/// operator's pause): `errorbus_incidents_opened_total`, `errorbus_incidents_escalated_total`,
+/// `errorbus_incidents_resolved_total`, `errorbus_failures_absorbed_total` (counted at each
+/// event of the incident, and by ``countAbsorbed(_:)``, not at its end) and `errorbus_jobs_dead_lettered_total`;
+/// ``declareCounters(services:)`` creates them at 0, so that a query's `increase()` sees a
+/// host's first incident. Nothing is counted unless the process bootstraps a metrics backend
+/// (`MetricsSystem.bootstrap`).
 public struct IncidentReporter: Service {
     private let bus: ErrorBus
     private let logger: Logger
     private let metadata: @Sendable (BusEvent, IncidentSnapshot) -> Logger.Metadata
     private let metricsFactory: (any MetricsFactory)?
+    /// The failures of each open incident counted so far.
+    private let absorbed = AbsorbedFailures()
 
     /// Creates a reporter of `bus`'s incidents.
     ///
@@ -81,8 +87,46 @@ public struct IncidentReporter: Service {
         }
     }
 
-    /// Logs and counts one event, if it is a step of an incident's life or a dead letter;
-    /// anything else (every canary, probe and parked job) costs a switch.
+    /// The counters' names, each counted by `service` and `category`.
+    public static let counterNames = [
+        "errorbus_incidents_opened_total", "errorbus_incidents_escalated_total", "errorbus_incidents_resolved_total",
+        "errorbus_failures_absorbed_total", "errorbus_jobs_dead_lettered_total",
+    ]
+
+    /// The `category` values of the counters: every ``ErrorCategory/Kind`` and `paused`.
+    public static let counterCategories = ErrorCategory.Kind.allCases.map { metricValue("\($0)") } + ["paused"]
+
+    /// Creates every counter at 0 for each of `services` and every category. A counter made at
+    /// its first event starts at 1, and a monitoring query's `increase()` misses that rise: an
+    /// alert on a host's first incident would never fire.
+    public func declareCounters(services: some Sequence<String>) {
+        let factory = metricsFactory ?? MetricsSystem.factory
+        for service in services {
+            for category in Self.counterCategories {
+                for name in Self.counterNames {
+                    Counter(label: name, dimensions: [("service", service), ("category", category)], factory: factory).increment(by: 0)
+                }
+            }
+        }
+    }
+
+    /// Counts the failures the open incidents of `snapshot` absorbed since they were last
+    /// counted. A failure that joins an incident is no event (a burst of a hundred thousand
+    /// would be as many); each event of an incident counts those before it, and a process that
+    /// serves its metrics calls this before each exposition, so that a scrape counts every
+    /// failure absorbed until then.
+    public func countAbsorbed(_ snapshot: BusSnapshot) {
+        for incident in snapshot.incidents {
+            let failures = absorbed.new(of: incident, resolved: false)
+            guard failures > 0 else { continue }
+            let dimensions = [("service", incident.service), ("category", Self.metricValue(Self.category(of: incident)))]
+            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment(by: failures)
+        }
+    }
+
+    /// Logs and counts one event, if it is a step of an incident's life or a dead letter, and
+    /// counts the failures its incident absorbed since its last event; anything else (every
+    /// canary, probe and parked job) costs a switch.
     public func report(_ event: BusEvent) {
         guard let incident = event.incident else {
             if event.kind == .budgetExhausted || event.kind == .parkingOverflow {
@@ -90,7 +134,11 @@ public struct IncidentReporter: Service {
             }
             return
         }
-        let dimensions = [("service", incident.service), ("category", Self.category(of: incident))]
+        let dimensions = [("service", incident.service), ("category", Self.metricValue(Self.category(of: incident)))]
+        let failures = absorbed.new(of: incident, resolved: event.kind == .incidentResolved)
+        if failures > 0 {
+            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment(by: failures)
+        }
         switch event.kind {
         case .incidentOpened:
             Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
@@ -106,7 +154,6 @@ public struct IncidentReporter: Service {
             )
         case .incidentResolved:
             Counter(label: "errorbus_incidents_resolved_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
-            Counter(label: "errorbus_failures_absorbed_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment(by: incident.failures)
             logger.notice("\(Self.ending(of: incident))", metadata: metadata(event, incident))
         case .jobDeadLettered:
             Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
@@ -137,8 +184,60 @@ public struct IncidentReporter: Service {
         incident.fingerprint.cause == ErrorBus.operatorPauseCause ? "paused" : "\(incident.category.kind)"
     }
 
+    /// A name as a metric's label value: `rateLimited` → `rate_limited`, `drop-oldest` →
+    /// `drop_oldest`.
+    package static func metricValue(_ name: String) -> String {
+        var value = ""
+        for character in name {
+            if character.isUppercase {
+                if !value.isEmpty { value.append("_") }
+                value.append(contentsOf: character.lowercased())
+            } else {
+                value.append(character == "-" ? "_" : character)
+            }
+        }
+        return value
+    }
+
     /// `1 job`, `2 jobs`.
     package static func count(_ number: Int, _ noun: String) -> String {
         number == 1 ? "1 \(noun)" : "\(number) \(noun)s"
+    }
+}
+
+/// The failures of each open incident a reporter has counted: each event carries its
+/// incident's count, and what is new since the incident's last event (or the last
+/// ``IncidentReporter/countAbsorbed(_:)``) is counted now.
+private final class AbsorbedFailures: Sendable {
+    private struct Tally {
+        var counted: [IncidentID: Int] = [:]
+        /// The incidents resolved lately: a snapshot taken before one resolved, read after,
+        /// must not count its failures again.
+        var resolved: Set<IncidentID> = []
+        var resolvedInOrder: Deque<IncidentID> = []
+    }
+
+    /// How many resolved incidents are remembered.
+    private static let resolvedRemembered = 1_024
+    private let tally = Mutex(Tally())
+
+    /// How many of the incident's failures are new since they were last counted; a resolved
+    /// incident is counted one last time.
+    func new(of incident: IncidentSnapshot, resolved: Bool) -> Int {
+        tally.withLock { tally in
+            guard !tally.resolved.contains(incident.id) else { return 0 }
+            let before = tally.counted[incident.id] ?? 0
+            if resolved {
+                tally.counted[incident.id] = nil
+                tally.resolved.insert(incident.id)
+                tally.resolvedInOrder.append(incident.id)
+                if tally.resolvedInOrder.count > Self.resolvedRemembered, let oldest = tally.resolvedInOrder.popFirst() {
+                    tally.resolved.remove(oldest)
+                }
+            } else {
+                tally.counted[incident.id] = max(before, incident.failures)
+            }
+            return max(0, incident.failures - before)
+        }
     }
 }

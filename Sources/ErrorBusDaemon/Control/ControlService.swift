@@ -27,7 +27,11 @@ struct ControlService: Sendable {
     let metrics: PrometheusCollectorRegistry?
     /// The health verdict of `GetStatus`.
     let health: HealthMonitor
+    /// The reporter of the incidents, which counts their failures for each exposition.
+    let reporter: IncidentReporter
     let logger: Logger
+    /// The gauges set at each scrape.
+    let gauges = StateGauges()
 
     /// The router serving `io.errorbus.Control` (and `org.varlink.service`, and the server's own
     /// errors as `io.errorbus.varlink`).
@@ -136,7 +140,16 @@ struct ControlService: Sendable {
         guard let metrics else { return Control.MetricsExposition(text: "") }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
-        StateGauges.update(await bus.snapshot(), pending: pending, backlog: backlog, unreadableFiles: await sync.unreadableFiles.count)
+        let snapshot = await bus.snapshot()
+        reporter.countAbsorbed(snapshot)
+        gauges.update(StateGauges.State(
+            snapshot: snapshot,
+            health: health.report(snapshot),
+            pending: pending,
+            backlog: backlog,
+            unreadableFiles: await sync.unreadableFiles.count,
+            services: Self.services
+        ))
         return Control.MetricsExposition(text: metrics.emitToString())
     }
 

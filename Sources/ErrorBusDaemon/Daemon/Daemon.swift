@@ -122,6 +122,7 @@ package struct Daemon: Sendable {
                 logger: logger
             )
             let controlSocket = ControlSocketReadiness()
+            let incidentLog = IncidentLog(bus: bus, store: store, logger: logger)
             let controlService = ControlService(
                 bus: bus,
                 store: store,
@@ -133,6 +134,7 @@ package struct Daemon: Sendable {
                 startedAt: Date(),
                 metrics: metrics,
                 health: health,
+                reporter: incidentLog.reporter,
                 logger: logger
             )
             let control = ControlServer(
@@ -158,7 +160,7 @@ package struct Daemon: Sendable {
             // bus's stop ended (their counts as they stood then).
             let group = ServiceGroup(configuration: .init(
                 services: [
-                    .init(service: IncidentLog(bus: bus, store: store, logger: logger)),
+                    .init(service: incidentLog),
                     .init(service: bus),
                     .init(service: network, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore),
                     .init(service: auth),

@@ -18,13 +18,15 @@ struct IncidentLog: Service {
     let bus: ErrorBus
     let store: JobStore
     let logger: Logger
-    private let reporter: IncidentReporter
+    /// The library's reporter: its lines and counters.
+    let reporter: IncidentReporter
 
     init(bus: ErrorBus, store: JobStore, logger: Logger) {
         self.bus = bus
         self.store = store
         self.logger = logger
         self.reporter = IncidentReporter(bus: bus, logger: logger, metadata: Self.journalFields)
+        reporter.declareCounters(services: ControlService.services)
     }
 
     /// `MESSAGE_ID` of "incident opened".

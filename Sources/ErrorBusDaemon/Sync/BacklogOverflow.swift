@@ -24,8 +24,8 @@ final class BacklogOverflow: Sendable {
     private let leftOut = Mutex<[String: Date]>([:])
     private let logger: Logger
     /// Files beyond the backlog's limits (swift-metrics), by policy.
-    private let rejected = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "reject-new")])
-    private let dropped = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "drop-oldest")])
+    private let rejected = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "reject_new")])
+    private let dropped = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "drop_oldest")])
 
     init(logger: Logger) {
         self.logger = logger

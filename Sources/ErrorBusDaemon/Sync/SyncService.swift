@@ -172,6 +172,11 @@ actor SyncService: Service {
             deliveredFiles: { path, fileName in removal.remove(path, fileName: fileName) },
             queued: { wake.yield() }
         )
+        // Counted from 0, so that a query's increase() sees the first one.
+        for limit in ["max_count", "max_age"] {
+            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", limit)]).increment(by: 0)
+        }
+        Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: 0)
     }
 
     /// Takes files in and uploads them, until graceful shutdown; then takes no new job, lets the
@@ -550,10 +555,10 @@ extension SyncService {
             removal.removePruned(job.path, fileName: job.fileName)
         }
         if !prune.overCount.isEmpty {
-            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-count")]).increment(by: prune.overCount.count)
+            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max_count")]).increment(by: prune.overCount.count)
         }
         if !prune.tooOld.isEmpty {
-            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max-age")]).increment(by: prune.tooOld.count)
+            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max_age")]).increment(by: prune.tooOld.count)
         }
         prunedUntold.overCount += prune.overCount.count
         prunedUntold.tooOld += prune.tooOld.count

@@ -58,7 +58,7 @@ struct BoundedLossIntegrationTests {
             #expect(status.backlog.files == 3 && status.backlog.maxFiles == 3 && status.backlog.overflow == "reject-new")
             #expect(status.backlog.rejectedFiles == 4)
             #expect(try daemon.outboxFiles().count == 7)
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject-new"} 4"#))
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject_new"} 4"#))
             // Told once, not once per file.
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
@@ -105,7 +105,7 @@ struct BoundedLossIntegrationTests {
             let names = Set(dead.map(\.fileName))
             #expect(names.isSubset(of: ["item-0.bin", "item-1.bin", "item-2.bin", "item-3.bin"]), "\(names)")
             let metrics = try await Self.metrics(daemon)
-            #expect(metrics.contains(#"errorbus_sync_overflow_files_total{policy="drop-oldest"} 3"#))
+            #expect(metrics.contains(#"errorbus_sync_overflow_files_total{policy="drop_oldest"} 3"#))
             // Dead letters as any other, their cause the backlog's limit.
             #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("errorbus_jobs_dead_lettered_total{") && $0.contains(#"category="overflow""#) && $0.hasSuffix(" 3") }, "\(metrics)")
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
@@ -131,7 +131,7 @@ struct BoundedLossIntegrationTests {
             let pruned = try store.jobs(.discarded)
             #expect(pruned.map(\.fileName) == ["bad-0.bin", "bad-1.bin", "bad-2.bin"])
             #expect(pruned.allSatisfy { $0.reason?.contains("more than sync.dead-letters.max-count (2)") == true })
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_dead_letters_pruned_total{limit="max-count"} 3"#))
+            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_dead_letters_pruned_total{limit="max_count"} 3"#))
             // Told once a minute at most, not once per dead letter given up.
             #expect(Self.occurrences(of: "Dead letters given up, oldest first, their files removed", in: daemon.log) == 1)
             // The health check counts the five set aside, not the two kept.

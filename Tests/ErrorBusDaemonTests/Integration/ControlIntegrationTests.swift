@@ -339,13 +339,13 @@ struct ControlIntegrationTests {
             // The incident's canary (every 0.2 s and more here) takes one parked job out for the
             // few milliseconds it runs: read again, a bounded number of times, until none is out.
             var during = try await Self.ctl(daemon, "metrics")
-            for _ in 0..<50 where during.status == 0 && !during.standardOutput.contains("errorbus_jobs_parked 4.0") {
+            for _ in 0..<50 where during.status == 0 && !during.standardOutput.contains(#"errorbus_jobs{service="sync",state="parked"} 4.0"#) {
                 during = try await Self.ctl(daemon, "metrics")
             }
             #expect(during.status == 0)
             // "down" resets connections: a transient incident.
             #expect(during.standardOutput.contains(#"errorbus_incidents_opened_total{service="sync",category="transient"} 1"#))
-            #expect(during.standardOutput.contains("errorbus_jobs_parked 4.0"))
+            #expect(during.standardOutput.contains(#"errorbus_jobs{service="sync",state="parked"} 4.0"#))
             #expect(during.standardOutput.contains("# TYPE errorbus_incidents_opened_total counter"))
 
             try await sandbox.clearFaults()
@@ -353,7 +353,7 @@ struct ControlIntegrationTests {
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             let after = try Self.json(Control.MetricsExposition.self, try await Self.ctl(daemon, "metrics", "--json"))
             #expect(after.text.contains("errorbus_sync_delivered_total 4"))
-            #expect(after.text.contains("errorbus_jobs_parked 0.0"))
+            #expect(after.text.contains(#"errorbus_jobs{service="sync",state="parked"} 0.0"#))
             #expect(after.text.contains(#"errorbus_incidents_resolved_total{service="sync",category="transient"} 1"#))
             // The API's scope, with its adaptive concurrency: nothing runs or waits now.
             let scope = after.text.split(separator: "\n").filter { $0.hasPrefix("errorbus_concurrency_") }

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
+import ErrorBus
 import ErrorBusControl
+import ErrorBusDaemon
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -26,8 +28,12 @@ struct MetricsIntegrationTests {
         problems, families = [], {}
         for family in text_string_to_metric_families(open(sys.argv[1]).read()):
             name = family.name
-            if not re.fullmatch(r"errorbus_[a-z0-9_]+", name):
-                problems.append(f"{name}: not snake case under errorbus_")
+            if not re.fullmatch(r"(errorbus|process)_[a-z0-9_]+", name):
+                problems.append(f"{name}: not snake case under errorbus_ (or a standard process_ metric)")
+            for sample in family.samples:
+                for label, value in sample.labels.items():
+                    if label not in ("le", "scope", "version") and not re.fullmatch(r"[a-z0-9_.]+", value):
+                        problems.append(f"{name}: label {label}={value!r} is not snake case")
             for unit in ("_ms", "_milliseconds", "_microseconds", "_minutes", "_hours", "_kb", "_mb", "_kib", "_mib", "_percent"):
                 if unit + "_" in name + "_":
                     problems.append(f"{name}: {unit[1:]} is not a base unit")
@@ -135,6 +141,122 @@ struct MetricsIntegrationTests {
             let other = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"), timeout: .seconds(5))
             #expect(other.status == .notFound)
         }
+    }
+
+    /// What an alert asks of a host, through an outage: every family described (`promtool check
+    /// metrics` has nothing to say), every counter there at 0 before its first event, failures
+    /// counted while the incident absorbs them, the incident by service, category and scope with
+    /// its age, the health verdict and its levels, the version and the process.
+    @Test func aScrapeThroughAnOutageTellsWhatAnAlertAsks() async throws {
+        let scratch = try ScratchDirectory("metrics-outage")
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_METRICS_LISTEN": "127.0.0.1:0"]) { sandbox, daemon in
+            try await daemon.waitForLog("/metrics (metrics.listen)")
+            let port = try #require(Self.port(in: daemon.log))
+
+            // Before anything happened: each counter a first event raises is there, at 0.
+            let quiet = try await Self.parse(try await Self.scrape(port), in: scratch)
+            #expect(quiet.problems.isEmpty, "\(quiet.problems)")
+            for service in ["sync", "loader", "auth"] {
+                for category in ["transient", "unreachable", "rate_limited", "unauthenticated", "invalid", "fatal", "paused"] {
+                    for name in IncidentReporter.counterNames {
+                        #expect(quiet.value(name, ["service": service, "category": category]) == 0, "\(name) \(service) \(category)")
+                    }
+                }
+            }
+            #expect(quiet.value("errorbus_jobs_dead_lettered_total", ["service": "sync", "category": "overflow"]) == 0)
+            #expect(quiet.value("errorbus_sync_dead_letters_pruned_total", ["limit": "max_count"]) == 0)
+            #expect(quiet.value("errorbus_health_status") == 0)
+            #expect(quiet.families["errorbus_incidents_open"]?.samples.isEmpty ?? true)
+
+            // The API fails every upload: one incident holds the files.
+            try await sandbox.fault(#"{"route":"items","mode":"status","status":503}"#)
+            for number in 0..<5 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("incident 1 opened")
+            var outage = try await Self.parse(try await Self.scrape(port), in: scratch)
+            while outage.value("errorbus_jobs", ["service": "sync", "state": "parked"]) != 5 {
+                try await Task.sleep(for: .milliseconds(50))
+                outage = try await Self.parse(try await Self.scrape(port), in: scratch)
+            }
+            let text = try await Self.scrape(port)
+            let lint = try await Self.promtool(["check", "metrics"], input: text, in: scratch)
+            #expect(lint.status == 0 && lint.output.isEmpty, "promtool check metrics: \(lint.output)")
+            outage = try await Self.parse(text, in: scratch)
+            #expect(outage.problems.isEmpty, "\(outage.problems)")
+            // The parser names a counter's family without its samples' `_total`.
+            let catalog = Set(MetricCatalog.families.map { $0.kind == .counter ? String($0.name.dropLast("_total".count)) : $0.name })
+            let missing = catalog.subtracting(outage.families.keys)
+            #expect(missing.isEmpty, "families the catalog lists and the scrape lacks: \(missing)")
+            let undescribed = Set(outage.families.keys).subtracting(catalog)
+            #expect(undescribed.isEmpty, "families the catalog does not describe: \(undescribed)")
+            #expect(outage.families["errorbus_jobs_parked"] == nil, "parked jobs are a state of errorbus_jobs")
+
+            let open = try #require(outage.families["errorbus_incidents_open"]?.samples.first, "no open incident series")
+            let incident = open.labels
+            #expect(incident["service"] == "sync" && incident["scope"] == sandbox.baseURL, "\(incident)")
+            #expect(open.value == 1)
+            let category = try #require(incident["category"])
+            #expect(outage.value("errorbus_incident_oldest_age_seconds", incident).map { $0 > 0 } == true)
+            #expect(outage.value("errorbus_incidents_needing_operator", incident) == 0)
+            #expect(outage.value("errorbus_incidents_opened_total", ["service": "sync", "category": category]) == 1)
+            // Counted as absorbed, while the incident is open.
+            let absorbed = try #require(outage.value("errorbus_failures_absorbed_total", ["service": "sync", "category": category]))
+            #expect(absorbed >= 1)
+            #expect(outage.value("errorbus_incidents_resolved_total", ["service": "sync", "category": category]) == 0)
+            let jobs = outage.families["errorbus_jobs"]?.samples.filter { $0.labels["service"] == "sync" }.map(\.value).reduce(0, +)
+            #expect(jobs == 5, "each job once: \(outage.families["errorbus_jobs"]?.samples ?? [])")
+
+            // Health: the verdict, each check's measure and its levels (the defaults here).
+            #expect(outage.value("errorbus_health_check_value", ["check": "parked"]) == 5)
+            #expect(outage.value("errorbus_health_check_threshold", ["check": "incident_age", "level": "warning"]) == 600)
+            #expect(outage.value("errorbus_health_check_threshold", ["check": "free_space", "level": "critical"]).map { $0 > 0 } == true)
+            #expect(outage.value("errorbus_health_status").map { (0...2).contains($0) } == true)
+            // The version and the process.
+            #expect(outage.value("errorbus_build_info", ["version": ErrorBusVersion.current]) == 1)
+            #expect(outage.value("process_resident_memory_bytes").map { $0 > 1_048_576 } == true)
+            let started = try #require(outage.value("process_start_time_seconds"))
+            #expect(abs(started - Date().timeIntervalSince1970) < 600, "started \(started)")
+            let openFiles = try #require(outage.value("process_open_fds"))
+            #expect(openFiles > 3 && openFiles <= (outage.value("process_max_fds") ?? 0))
+
+            // The API heals: the files go, the incident resolves, its series go with it, and
+            // its failures are not counted again.
+            try await sandbox.clearFaults()
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            try await daemon.waitForLog("incident 1 recovered")
+            let healed = try await Self.parse(try await Self.scrape(port), in: scratch)
+            #expect(healed.families["errorbus_incidents_open"]?.samples.isEmpty ?? true)
+            #expect(healed.families["errorbus_incident_oldest_age_seconds"]?.samples.isEmpty ?? true)
+            #expect(healed.value("errorbus_incidents_resolved_total", ["service": "sync", "category": category]) == 1)
+            #expect(healed.value("errorbus_failures_absorbed_total", ["service": "sync", "category": category]).map { $0 >= absorbed } == true)
+            let finalAbsorbed = try #require(healed.value("errorbus_failures_absorbed_total", ["service": "sync", "category": category]))
+            let told = try #require(Self.failures(in: daemon.log))
+            #expect(finalAbsorbed == Double(told), "the counter and the incident's line agree")
+            #expect(healed.value("errorbus_sync_delivered_total") == 5)
+        }
+    }
+
+    /// `ERRORBUS_FAILURES=N` of the resolved line.
+    static func failures(in log: String) -> Int? {
+        guard let line = log.split(separator: "\n").first(where: { $0.contains("incident 1 recovered") }),
+              let range = line.range(of: "ERRORBUS_FAILURES=")
+        else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    static func scrape(_ port: Int) async throws -> String {
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        defer { _ = http.shutdown() }
+        let response = try await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(5))
+        return String(buffer: try await response.body.collect(upTo: 1 << 22))
+    }
+
+    /// Runs Debian's `promtool` with `input` on its standard input.
+    static func promtool(_ arguments: [String], input: String, in scratch: borrowing ScratchDirectory) async throws -> (status: Int32, output: String) {
+        let file = scratch.file("promtool-input.txt")
+        try Data(input.utf8).write(to: URL(fileURLWithPath: file))
+        let quoted = arguments.map { "'\($0)'" }.joined(separator: " ")
+        let finished = try await ChildProcess.run("/bin/sh", ["-c", "promtool \(quoted) < '\(file)' 2>&1"])
+        return (finished.status, finished.standardOutput)
     }
 
     @Test func aPortInUseIsAnErrorThatDoesNotStopDelivery() async throws {
