@@ -234,7 +234,7 @@ def check_dashboard(families, recorded, promtool):
         problem(DASHBOARD, f"not JSON: {error}")
         return
     if not 36 <= dashboard.get("schemaVersion", 0) <= 39:
-        problem(DASHBOARD, f"schemaVersion {dashboard.get('schemaVersion')}, expected 36 to 39 (Grafana 9.3 to 10)")
+        problem(DASHBOARD, f"schemaVersion {dashboard.get('schemaVersion')}, expected 36 to 39 (Grafana 9 and 10)")
     variables = {v["name"]: v for v in dashboard.get("templating", {}).get("list", [])}
     source = variables.get("DS_PROMETHEUS", {})
     if source.get("type") != "datasource" or source.get("query") != "prometheus":
