@@ -16,6 +16,15 @@ require_debian_packages() {
     apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# promtool, Prometheus's rule checker and unit-test runner, comes with Debian's prometheus
+# package. That package is the server too, which its installation starts where services start
+# (on a test host: `systemctl disable --now prometheus` if it is not wanted).
+require_promtool() {
+    command -v promtool >/dev/null && return
+    require_debian_packages prometheus
+    command -v promtool >/dev/null || { echo "errorbus: Debian's prometheus package installed no promtool" >&2; exit 1; }
+}
+
 # The CSystemd module needs libsystemd's headers and pkg-config file.
 require_libsystemd() {
     require_debian_packages libsystemd-dev pkg-config
