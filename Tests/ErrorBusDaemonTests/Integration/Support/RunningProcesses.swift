@@ -144,7 +144,7 @@ final class DaemonProcess: Sendable {
     /// Lays out a daemon's directories and configuration for the API at `baseURL`: `api` and
     /// `auth` are lines under those sections (indented by two spaces), `extra` is appended to the
     /// YAML, `credentials` are the files of its `$CREDENTIALS_DIRECTORY`.
-    init(
+    convenience init(
         in scratch: borrowing ScratchDirectory,
         baseURL: String,
         api: String = "",
@@ -154,19 +154,37 @@ final class DaemonProcess: Sendable {
         extra: String = "",
         environment added: [String: String] = [:]
     ) throws {
-        root = scratch.path
-        outbox = scratch.file("outbox")
-        stateDirectory = scratch.file("state")
-        resources = scratch.file("resources")
-        controlSocket = scratch.file("control.socket")
-        let credentialsDirectory = scratch.file("credentials")
+        try self.init(
+            directory: scratch.path, baseURL: baseURL, api: api, auth: auth, credentials: credentials, resources: remote, extra: extra, environment: added
+        )
+    }
+
+    /// As `init(in:baseURL:…)`, in `directory` (one of several daemons of a scratch directory).
+    init(
+        directory: String,
+        baseURL: String,
+        api: String = "",
+        auth: String = "  client-id: errorbus",
+        credentials: [String: String],
+        resources remote: [String] = [],
+        extra: String = "",
+        environment added: [String: String] = [:]
+    ) throws {
+        root = directory
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func file(_ name: String) -> String { directory + "/" + name }
+        outbox = file("outbox")
+        stateDirectory = file("state")
+        resources = file("resources")
+        controlSocket = file("control.socket")
+        let credentialsDirectory = file("credentials")
         for directory in [outbox, stateDirectory, resources, credentialsDirectory] {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
         for (name, content) in credentials {
             try Data(content.utf8).write(to: URL(fileURLWithPath: credentialsDirectory + "/" + name))
         }
-        configurationFile = scratch.file("errorbusd.yaml")
+        configurationFile = file("errorbusd.yaml")
         try Self.configuration(
             baseURL: baseURL, api: api, auth: auth, outbox: outbox, state: stateDirectory, resources: resources, remote: remote,
             control: controlSocket, extra: extra

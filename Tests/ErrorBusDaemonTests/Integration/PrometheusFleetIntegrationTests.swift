@@ -1,0 +1,186 @@
+import ErrorBusControl
+import Foundation
+import TestSupport
+import Varlink
+import Testing
+
+/// A fleet as its operators watch it: Debian's real Prometheus scraping five errorbusd that
+/// share one API, through an outage and its recovery, with the shipped recording and alerting
+/// rules (their `for:` shortened in the test's copy) and every query of the shipped dashboard.
+@Suite("Integration: a fleet watched by a real Prometheus", .serialized, .timeLimit(.minutes(3)))
+struct PrometheusFleetIntegrationTests {
+    static let hosts = 5
+    static let filesPerHost = 3
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..").standardized.path
+
+    /// The shipped rules with each `for:` made `for: 2s`.
+    static func rules(_ name: String) throws -> String {
+        let text = try String(contentsOfFile: repository + "/etc/prometheus/" + name, encoding: .utf8)
+        return text.replacing(/for: \d+[smh]/, with: "for: 2s")
+    }
+
+    /// Every query of the shipped dashboard, its variables given: every host, a one-minute rate.
+    static func dashboardQueries() throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: repository + "/etc/grafana/errorbus-dashboard.json"))
+        var queries: [String] = []
+        func walk(_ panel: [String: Any]) {
+            for target in panel["targets"] as? [[String: Any]] ?? [] {
+                if let expression = target["expr"] as? String { queries.append(expression) }
+            }
+            for inner in panel["panels"] as? [[String: Any]] ?? [] { walk(inner) }
+        }
+        let dashboard = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        for panel in dashboard["panels"] as? [[String: Any]] ?? [] { walk(panel) }
+        return queries.map { $0.replacing("$host", with: ".*").replacing("$__rate_interval", with: "1m") }
+    }
+
+    /// Waits, scraping and evaluating every second, until `condition` holds of a query's
+    /// samples; the suite's time limit bounds it.
+    static func eventually(
+        _ prometheus: PrometheusProcess,
+        _ query: String,
+        _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: ([PrometheusProcess.Sample]) -> Bool
+    ) async throws {
+        var last: [PrometheusProcess.Sample] = []
+        for _ in 0..<120 {
+            last = try await prometheus.query(query)
+            if condition(last) { return }
+            try await Task.sleep(for: .seconds(1))
+        }
+        Issue.record("\(what): \(query) is still \(last)", sourceLocation: sourceLocation)
+    }
+
+    @Test func theFleetViewAndTheIncidentAlertsFollowAnOutageAndItsRecovery() async throws {
+        let scratch = try ScratchDirectory("prometheus-fleet")
+        let sandbox = try await SandboxProcess(in: scratch)
+        var daemons: [DaemonProcess] = []
+        var prometheus: PrometheusProcess?
+        do {
+            for host in 0..<Self.hosts {
+                let daemon = try DaemonProcess(
+                    directory: scratch.file("host-\(host)"),
+                    baseURL: sandbox.baseURL,
+                    credentials: ["client-secret": sandbox.clientSecret],
+                    environment: [
+                        "ERRORBUSD_METRICS_LISTEN": "127.0.0.1:0",
+                        // An incident is "open too long" after 2 s on these hosts.
+                        "ERRORBUSD_HEALTH_INCIDENT_AGE_WARNING": "2s",
+                        // Recovery seen within seconds of the API's: canaries at most 2 s apart,
+                        // a recovered incident resolved 1 s later.
+                        "ERRORBUSD_BUS_BACKOFF_CAP": "2s",
+                        "ERRORBUSD_BUS_SETTLE_WINDOW": "1s",
+                    ]
+                )
+                daemons.append(daemon)
+                try await daemon.start()
+                try await daemon.waitForLog("/metrics (metrics.listen)")
+            }
+            let targets = try daemons.enumerated().map { host, daemon in
+                let port = try #require(MetricsIntegrationTests.port(in: daemon.log))
+                return "      - targets: ['127.0.0.1:\(port)']\n        labels: {instance: 'host-\(host)'}"
+            }
+            let server = try PrometheusProcess(
+                in: scratch,
+                configuration: """
+                    global: {scrape_interval: 1s, evaluation_interval: 1s}
+                    rule_files: [errorbus-recording.yml, errorbus-alerts.yml]
+                    scrape_configs:
+                      - job_name: errorbusd
+                        static_configs:
+                    \(targets.joined(separator: "\n"))
+                    """,
+                rules: ["errorbus-recording.yml": try Self.rules("errorbus-recording.yml"), "errorbus-alerts.yml": try Self.rules("errorbus-alerts.yml")]
+            )
+            prometheus = server
+            try await server.start()
+            try await Self.eventually(server, "errorbus:hosts_up:count", "every host scraped") { $0.first?.value == Double(Self.hosts) }
+            try await Self.eventually(server, "errorbus:hosts_with_open_incident:count", "no incident yet") { $0.first?.value == 0 }
+            // A counter there at 0 from the start: the first incident is an increase.
+            #expect(try await server.query("sum(errorbus_incidents_opened_total)").first?.value == 0)
+
+            // The states the incident alert goes through, watched from before the outage until it
+            // fires on every host.
+            let watching = Task {
+                var seen: Set<String> = []
+                for _ in 0..<600 {
+                    let alerts = (try? await server.alerts()) ?? []
+                    let states = alerts.filter { $0.name == "ErrorbusIncidentOpenTooLong" }
+                    seen.formUnion(states.map(\.state))
+                    if states.filter({ $0.state == "firing" }).count == Self.hosts { break }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                return seen
+            }
+
+            // The API fails every upload: each host opens an incident and holds its files.
+            try await sandbox.fault(#"{"route":"items","mode":"status","status":503}"#)
+            for (host, daemon) in daemons.enumerated() {
+                for number in 0..<Self.filesPerHost {
+                    try daemon.drop("host-\(host)-\(number).bin", content: Data("file \(number) of host \(host)\n".utf8))
+                }
+            }
+            for daemon in daemons { try await daemon.waitForLog("incident 1 opened") }
+            try await Self.eventually(server, "errorbus:hosts_with_open_incident:count", "every host's incident seen") { $0.first?.value == Double(Self.hosts) }
+            try await Self.eventually(server, #"errorbus:jobs:sum_by_state{service="sync",state="parked"}"#, "every file held") {
+                $0.first?.value == Double(Self.hosts * Self.filesPerHost)
+            }
+            // Each host's first incident counts, though its counter appeared before it.
+            let opened = try await server.query("sum(increase(errorbus_incidents_opened_total[5m]))")
+            #expect(opened.first.map { $0.value >= Double(Self.hosts) } == true, "\(opened)")
+            let byScope = try await server.query("errorbus:hosts_with_open_incident:count_by_scope")
+            #expect(byScope.count == 1 && byScope.first?.labels["scope"] == sandbox.baseURL && byScope.first?.value == Double(Self.hosts), "\(byScope)")
+            #expect(try await server.query("errorbus:hosts_by_version:count").map(\.labels["version"]) == [ErrorBusVersion.current])
+
+            // What Prometheus holds is what each host reports of itself.
+            for (host, daemon) in daemons.enumerated() {
+                let own = try await MetricsIntegrationTests.parse(
+                    try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getMetrics) }.text,
+                    in: scratch
+                )
+                for family in ["errorbus_sync_backlog_files", "errorbus_incidents_open", "errorbus_incidents_needing_operator", "errorbus_jobs"] {
+                    for sample in own.families[family]?.samples ?? [] {
+                        let selector = sample.labels.merging(["instance": "host-\(host)"]) { $1 }.map { "\($0.key)=\"\($0.value)\"" }.sorted().joined(separator: ",")
+                        let stored = try await server.query("\(family){\(selector)}")
+                        #expect(stored.map(\.value) == [sample.value], "host-\(host) \(family){\(selector)}: \(sample.value) on the host, \(stored) in Prometheus")
+                    }
+                }
+            }
+
+            // Every dashboard query is valid and, in the outage, its fleet panels say so.
+            for query in try Self.dashboardQueries() {
+                _ = try await server.query(query)
+            }
+            #expect(try await server.query("errorbus:backlog_files:sum").first?.value == Double(Self.hosts * Self.filesPerHost))
+
+            // Open longer than the hosts' 2 s: pending, then firing on each host.
+            let states = await watching.value
+            #expect(states.contains("pending"), "the alert waits its for: before it fires: \(states)")
+            let firing = Set(try await server.alerts().filter { $0.name == "ErrorbusIncidentOpenTooLong" && $0.state == "firing" }.map(\.instance))
+            #expect(firing == Set((0..<Self.hosts).map { "host-\($0)" }), "\(firing)")
+
+            // The API heals: the files go, the incidents resolve, and so do the alerts.
+            try await sandbox.clearFaults()
+            for daemon in daemons { try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty } }
+            try await Self.eventually(server, "errorbus:hosts_with_open_incident:count", "every incident resolved") { $0.first?.value == 0 }
+            for _ in 0..<30 where try await server.alerts().contains(where: { $0.name == "ErrorbusIncidentOpenTooLong" }) {
+                try await Task.sleep(for: .seconds(1))
+            }
+            #expect(try await server.alerts().filter { $0.name == "ErrorbusIncidentOpenTooLong" }.isEmpty)
+            try await Self.eventually(server, "sum(errorbus_sync_delivered_total)", "every file delivered") { $0.first?.value == Double(Self.hosts * Self.filesPerHost) }
+            try await Self.eventually(server, "errorbus:delivered:rate5m", "deliveries in the fleet's rate") { ($0.first?.value ?? 0) > 0 }
+            for query in try Self.dashboardQueries() {
+                _ = try await server.query(query)
+            }
+        } catch {
+            for daemon in daemons { _ = try? await daemon.kill() }
+            await prometheus?.stop()
+            try? await sandbox.stop()
+            throw error
+        }
+        for daemon in daemons { try await daemon.stop().expectClean() }
+        await prometheus?.stop()
+        try await sandbox.stop()
+    }
+}
