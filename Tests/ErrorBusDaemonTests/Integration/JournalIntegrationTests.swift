@@ -144,7 +144,7 @@ struct JournalIntegrationTests {
                 "--since=-1h", "SYSLOG_IDENTIFIER=errorbusd", "MESSAGE_ID=e44d68978ee64cfc9599df6a0d606e34", "ERRORBUS_SCOPE=\(sandbox.baseURL)",
             ])
             try #require(opened.count == 1, "\(opened.map(\.fields))")
-            // The host that sent it, as journald stamped it (journalctl -F _HOSTNAME lists them).
+            // The host that sent it, as journald stamped it (what docs/journal.md lists hosts by).
             #expect(opened[0]["_HOSTNAME"]?.isEmpty == false, "\(opened[0].fields)")
             #expect(opened[0]["ERRORBUS_INCIDENT"] == "1")
             let key = try #require(opened[0]["ERRORBUS_INCIDENT_ID"], "\(opened[0].fields)")
