@@ -163,6 +163,12 @@ enum StoreSchema {
             try db.execute(sql: "ALTER TABLE job ADD COLUMN digest TEXT")
         }
 
+        // An incident's UUID (`IncidentSnapshot.uuid`), unique across hosts and runs; none for
+        // the incidents recorded before.
+        migrator.registerMigration("8 incident uuid") { db in
+            try db.execute(sql: "ALTER TABLE incident ADD COLUMN uuid TEXT")
+        }
+
         return migrator
     }
 }

@@ -10,6 +10,9 @@ package struct StoredIncident: Sendable, Equatable, Identifiable, Codable, Fetch
 
     /// The incident's id (``IncidentID/rawValue``).
     package var id: UInt64
+    /// Its UUID (``IncidentSnapshot/uuid``), lower-case: unique across hosts and runs; `nil` for
+    /// an incident recorded by an errorbusd that did not know them (0.2.0 and earlier).
+    package var uuid: String?
     /// The service whose failure opened it.
     package var service: String
     /// The category's kind, e.g. `"unreachable"` (``ErrorCategory/Kind``'s raw value).
@@ -52,6 +55,7 @@ package struct StoredIncident: Sendable, Equatable, Identifiable, Codable, Fetch
     /// as stored, so that what a caller is given equals what it reads back.
     package init(_ snapshot: IncidentSnapshot, updatedAt: Date = Date()) {
         self.id = snapshot.id.rawValue
+        self.uuid = snapshot.uuid.uuidString.lowercased()
         self.service = snapshot.service
         self.category = snapshot.category.kind.rawValue
         self.categoryDetail = snapshot.category.description

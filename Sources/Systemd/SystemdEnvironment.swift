@@ -12,7 +12,7 @@ import Glibc
 /// LoggingSystem.bootstrap { label in
 ///     environment.standardErrorIsJournal
 ///         ? JournalLogHandler(label: label, writer: writer)
-///         : StreamLogHandler.standardError(label: label)
+///         : LineLogHandler()
 /// }
 /// ```
 public struct SystemdEnvironment: Sendable, Hashable {

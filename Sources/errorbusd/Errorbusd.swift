@@ -72,6 +72,22 @@ struct Errorbusd: AsyncParsableCommand {
             }
             throw ExitCode(ConfigurationError.exitCode)
         }
+        // log.target journal names a journald that must be there: without its socket, entries
+        // would go nowhere an administrator who asked for the journal looks.
+        let logDestination = configuration.log.destination(standardErrorIsJournal: SystemdEnvironment.current.standardErrorIsJournal)
+        if configuration.log.target == .journal, !JournalWriter.journalSocketExists {
+            let problem = ConfigurationError(
+                key: "log.target",
+                reason: "is journal, but \(JournalWriter.journalSocketPath) does not exist (no systemd-journald here); "
+                    + "set log.target to stderr or auto, or start systemd-journald first"
+            )
+            FileHandle.standardError.write(Data("errorbusd: \(problem)\n".utf8))
+            if !checkConfig {
+                try? notifier.failing(errno: EINVAL, status: "configuration unusable: \(problem)")
+                Self.answerWaitingControlCalls(with: problem)
+            }
+            throw ExitCode(ConfigurationError.exitCode)
+        }
         if checkConfig {
             print("\(config): the configuration can be used")
             if show {
@@ -99,7 +115,7 @@ struct Errorbusd: AsyncParsableCommand {
             }
             return
         }
-        Self.bootstrapLogging(level: configuration.log.level)
+        Self.bootstrapLogging(level: configuration.log.level, destination: logDestination)
         let metrics = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(ErrorbusdMetricsFactory(registry: metrics))
         let logger = Logger(label: "errorbusd")
@@ -149,19 +165,20 @@ struct Errorbusd: AsyncParsableCommand {
         }
     }
 
-    /// Writes to the journal natively when standard error is connected to it (systemd's
-    /// `$JOURNAL_STREAM`), as lines on standard error otherwise.
-    static func bootstrapLogging(level: Logger.Level) {
-        if SystemdEnvironment.current.standardErrorIsJournal {
+    /// Writes native journal entries or lines on standard error, as `log.target` decided
+    /// (``DaemonConfiguration/Log/destination(standardErrorIsJournal:)``).
+    static func bootstrapLogging(level: Logger.Level, destination: DaemonConfiguration.Log.Destination) {
+        switch destination {
+        case .journal:
             let writer = JournalWriter()
             LoggingSystem.bootstrap { label in
                 var handler = JournalLogHandler(label: label, writer: writer, syslogIdentifier: "errorbusd")
                 handler.logLevel = level
                 return handler
             }
-        } else {
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+        case .standardError:
+            LoggingSystem.bootstrap { _ in
+                var handler = LineLogHandler()
                 handler.logLevel = level
                 return handler
             }

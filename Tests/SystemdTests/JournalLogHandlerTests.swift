@@ -156,10 +156,10 @@ import TestSupport
 
         let errorLines = run.errorLines
         try #require(errorLines.count == 4, "\(run.standardError)")
-        #expect(errorLines[0].contains("warning JournalWriter: journal unreachable at /run/systemd/journal/socket (access: "))
-        #expect(errorLines[1].hasSuffix("error systemd-test-helper: outage: no socket ERRORBUS_TEST_MARKER=\(marker)"))
-        #expect(errorLines[2].hasSuffix("error systemd-test-helper: outage: connection refused ERRORBUS_TEST_MARKER=\(marker)"))
-        #expect(errorLines[3].hasSuffix("notice JournalWriter: journal reachable again; 2 log entries were written to standard error meanwhile"))
+        #expect(errorLines[0].contains("warning journal unreachable at /run/systemd/journal/socket (access: "))
+        #expect(errorLines[1].hasSuffix("error outage: no socket ERRORBUS_TEST_MARKER=\(marker)"))
+        #expect(errorLines[2].hasSuffix("error outage: connection refused ERRORBUS_TEST_MARKER=\(marker)"))
+        #expect(errorLines[3].hasSuffix("notice journal reachable again; 2 log entries were written to standard error meanwhile"))
 
         let inJournal = try await Journalctl.entries(["ERRORBUS_TEST_MARKER=\(marker)"], atLeast: 1)
         #expect(inJournal.map { $0["MESSAGE"] } == ["back in the journal"])

@@ -47,6 +47,13 @@ require_journald() {
     exit 1
 }
 
+# systemd-journal-upload and systemd-journal-remote (not part of Debian's systemd package), and
+# systemd-socket-activate, which holds journal-remote's port while it starts.
+require_journal_remote() {
+    require_debian_packages systemd-journal-remote
+    [ -x /usr/bin/systemd-socket-activate ] || require_debian_packages systemd
+}
+
 # require_python_module MODULE [PYPI-PACKAGE]
 require_python_module() {
     python3 -c "import $1" 2>/dev/null || pip install -q "${2:-$1}"

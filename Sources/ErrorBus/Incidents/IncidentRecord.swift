@@ -15,6 +15,8 @@ final class IncidentRecord {
     /// When it opened, by the bus's clock (for its age) and by the wall clock (for people).
     let opened: TimelineInstant
     let openedAt = Date()
+    /// Unique across hosts and runs (``IncidentSnapshot/uuid``).
+    let uuid = UUID()
     /// What the incident holds back while it holds its scope; `nil` for `invalid`, and when
     /// failures are grouped per job (its one job is parked; no other is held).
     let holdKey: HoldKey?
@@ -134,6 +136,7 @@ final class IncidentRecord {
     func snapshot(at now: TimelineInstant) -> IncidentSnapshot {
         IncidentSnapshot(
             id: id,
+            uuid: uuid,
             fingerprint: fingerprint,
             category: category,
             service: service,

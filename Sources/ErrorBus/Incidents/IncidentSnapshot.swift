@@ -7,6 +7,12 @@ public import Foundation
 /// An incident as a status display shows it: what, where, how much, what next.
 public struct IncidentSnapshot: Sendable, Identifiable {
     public var id: IncidentID
+    /// A random UUID made when the bus opened the incident, kept for its whole life (a cause
+    /// coming back while it settles is the same incident, with the same UUID). ``id`` is a
+    /// number each bus counts from ``ErrorBusConfiguration/firstIncidentID``, so two hosts both
+    /// have an incident 2; the UUID tells an incident apart from every other one on any host, in
+    /// any run: a key to gather an incident's story from many hosts' logs.
+    public var uuid: UUID
     public var fingerprint: Fingerprint
     /// The category as last seen (e.g. with the latest `Retry-After` hint).
     public var category: ErrorCategory

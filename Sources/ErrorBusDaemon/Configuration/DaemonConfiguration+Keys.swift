@@ -318,9 +318,17 @@ extension DaemonConfiguration.Shutdown {
 extension DaemonConfiguration.Log {
     static let keys = ConfigurationSection<Self>(
         name: "log",
-        doc: "Logging (to the journal under systemd, else to standard error).",
+        doc: "Logging: native journal entries, or lines on standard error.",
         keys: [
-            .init("level", \.level, .choice(Logger.Level.self), restart: true, "The least severe level logged.")
+            .init("level", \.level, .choice(Logger.Level.self), restart: true, "The least severe level logged."),
+            .init("target", \.target, .choice(Target.self), restart: true, """
+                Where entries go. auto: native journal entries (with their fields) when standard error is systemd's \
+                journal stream ($JOURNAL_STREAM names it, as under systemd), else lines on standard error. journal: \
+                always native journal entries through /run/systemd/journal/socket, for a journald that did not start \
+                errorbusd (a container, another supervisor); errorbusd does not start (exit 78) when that socket does \
+                not exist, and writes lines on standard error while a running journald is unreachable. stderr: always \
+                lines on standard error, TIME LEVEL MESSAGE then the fields as FIELD=value.
+                """),
         ]
     )
 }

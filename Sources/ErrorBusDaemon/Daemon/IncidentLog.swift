@@ -10,8 +10,9 @@ import ServiceLifecycle
 /// resolved) and counters, with journal fields.
 ///
 /// In the journal each line carries a fixed `MESSAGE_ID` per step, explained by
-/// `systemd/errorbusd.catalog` (`journalctl -x`), and the fields `ERRORBUS_INCIDENT`,
-/// `ERRORBUS_SERVICE`, `ERRORBUS_CATEGORY`, `ERRORBUS_SCOPE`, and where they apply
+/// `systemd/errorbusd.catalog` (`journalctl -x`), and the fields `ERRORBUS_INCIDENT` (the
+/// host's number), `ERRORBUS_INCIDENT_ID` (the incident's UUID, unique across a fleet and across
+/// runs), `ERRORBUS_SERVICE`, `ERRORBUS_CATEGORY`, `ERRORBUS_SCOPE`, and where they apply
 /// `ERRORBUS_FAILURES`, `ERRORBUS_JOBS` and `ERRORBUS_NEXT_ATTEMPT_USEC` (wall-clock µs):
 /// `journalctl MESSAGE_ID=e44d68978ee64cfc9599df6a0d606e34 ERRORBUS_SERVICE=sync`.
 struct IncidentLog: Service {
@@ -46,17 +47,27 @@ struct IncidentLog: Service {
             let held = IncidentReporter.count(incident.parked, "job")
             logger.notice(
                 "incident \(incident.id) ended \(how), unresolved (\(incident.state), \(held) held): its jobs are queued again; a cause still there opens a new incident",
-                metadata: [
-                    "MESSAGE_ID": "\(ended)",
-                    "ERRORBUS_INCIDENT": "\(incident.id)",
-                    "ERRORBUS_SERVICE": "\(incident.service)",
-                    "ERRORBUS_CATEGORY": "\(incident.cause == ErrorBus.operatorPauseCause ? "paused" : incident.category)",
-                    "ERRORBUS_SCOPE": "\(incident.scope)",
-                    "ERRORBUS_FAILURES": "\(incident.failures)",
-                    "ERRORBUS_JOBS": "\(incident.parked)",
-                ]
+                metadata: fields(ofEnded: incident)
             )
         }
+    }
+
+    /// The journal fields of the entry that ends an incident a run left open.
+    static func fields(ofEnded incident: StoredIncident) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "MESSAGE_ID": "\(ended)",
+            "ERRORBUS_INCIDENT": "\(incident.id)",
+            "ERRORBUS_SERVICE": "\(incident.service)",
+            "ERRORBUS_CATEGORY": "\(incident.cause == ErrorBus.operatorPauseCause ? "paused" : incident.category)",
+            "ERRORBUS_SCOPE": "\(incident.scope)",
+            "ERRORBUS_FAILURES": "\(incident.failures)",
+            "ERRORBUS_JOBS": "\(incident.parked)",
+        ]
+        // None for an incident an errorbusd recorded before incidents had one.
+        if let uuid = incident.uuid {
+            metadata["ERRORBUS_INCIDENT_ID"] = "\(uuid)"
+        }
+        return metadata
     }
 
     /// Wall-clock time (`CLOCK_REALTIME`) in microseconds, `delay` from now.
@@ -102,6 +113,7 @@ struct IncidentLog: Service {
         var metadata: Logger.Metadata = [
             "MESSAGE_ID": "\(messageID)",
             "ERRORBUS_INCIDENT": "\(incident.id)",
+            "ERRORBUS_INCIDENT_ID": "\(incident.uuid.uuidString.lowercased())",
             "ERRORBUS_SERVICE": "\(incident.service)",
             "ERRORBUS_CATEGORY": "\(IncidentReporter.category(of: incident))",
             "ERRORBUS_SCOPE": "\(incident.fingerprint.scope)",

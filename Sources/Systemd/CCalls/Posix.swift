@@ -56,6 +56,13 @@ enum Posix {
         return status
     }
 
+    /// `stat(2)` (as `fstatat(AT_FDCWD, path, …, 0)`, which Swift tells from the struct).
+    static func status(ofPath path: UnsafePointer<CChar>) throws(SystemdError) -> stat {
+        var status = stat()
+        _ = try check("stat") { Glibc.fstatat(AT_FDCWD, path, &status, 0) }
+        return status
+    }
+
     /// `write(2)` of the whole buffer, continuing after partial writes.
     static func writeAll(_ descriptor: CInt, _ bytes: UnsafeRawBufferPointer) throws(SystemdError) {
         var remaining = bytes

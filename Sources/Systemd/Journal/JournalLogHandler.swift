@@ -140,7 +140,7 @@ public struct JournalLogHandler: LogHandler {
                 metadata["error.message"] = "\(error)"
                 metadata["error.type"] = "\(String(reflecting: type(of: error)))"
             }
-            return FallbackLine.format(level: event.level, label: self.label, message: message, metadata: metadata)
+            return LogLine.format(level: event.level, message: message, metadata: metadata)
         }
     }
 

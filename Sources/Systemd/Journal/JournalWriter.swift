@@ -38,7 +38,14 @@ public final class JournalWriter: Sendable {
     public let fallbackFileDescriptor: CInt
 
     /// The socket libsystemd sends to. Fixed in libsystemd; only checked here.
-    static let journalSocketPath = "/run/systemd/journal/socket"
+    public static let journalSocketPath = "/run/systemd/journal/socket"
+
+    /// Whether ``journalSocketPath`` exists and is a socket: whether a journald serves this
+    /// process's mount namespace (it may still be stopped and have left its socket behind).
+    public static var journalSocketExists: Bool {
+        guard let status = try? Posix.status(ofPath: journalSocketPath) else { return false }
+        return status.st_mode & S_IFMT == S_IFSOCK
+    }
 
     private enum Reachability {
         case reachable
@@ -110,9 +117,8 @@ public final class JournalWriter: Sendable {
                 }
                 if isNewOutage {
                     self.writeFallback(
-                        FallbackLine.format(
+                        LogLine.format(
                             level: .warning,
-                            label: "JournalWriter",
                             message: "journal unreachable at \(Self.journalSocketPath) (\(error)); writing log "
                                 + "entries here, trying the journal again every \(self.retryInterval)",
                             metadata: [:]
@@ -149,7 +155,7 @@ public final class JournalWriter: Sendable {
         entry.append("JOURNAL_WRITER_DIVERTED_ENTRIES=", String(divertedEntries))
         // Best effort: if this fails the next entry notices the outage again.
         try? Self.send(entry)
-        self.writeFallback(FallbackLine.format(level: .notice, label: "JournalWriter", message: message, metadata: [:]))
+        self.writeFallback(LogLine.format(level: .notice, message: message, metadata: [:]))
     }
 
     private func writeFallback(_ line: String) {

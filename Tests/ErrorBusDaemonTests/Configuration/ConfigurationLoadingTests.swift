@@ -281,4 +281,28 @@ import Testing
             #expect(configuration.log.level == .error)
         }
     }
+
+    /// log.target: auto follows $JOURNAL_STREAM, journal and stderr ignore it; the file sets it,
+    /// ERRORBUSD_LOG_TARGET overrides the file, and anything else is refused.
+    @Test func logTargetDecidesWhereEntriesGo() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let byDefault = try await fixture.load("")
+            #expect(byDefault.log.target == .auto)
+            #expect(byDefault.log.destination(standardErrorIsJournal: true) == .journal)
+            #expect(byDefault.log.destination(standardErrorIsJournal: false) == .standardError)
+
+            let journal = try await fixture.load("log:\n  target: journal\n")
+            #expect(journal.log.target == .journal)
+            #expect(journal.log.destination(standardErrorIsJournal: false) == .journal)
+            #expect(journal.log.destination(standardErrorIsJournal: true) == .journal)
+
+            let overridden = try await fixture.load("log:\n  target: journal\n", environment: ["ERRORBUSD_LOG_TARGET": "stderr"])
+            #expect(overridden.log.target == .stderr)
+            #expect(overridden.log.destination(standardErrorIsJournal: true) == .standardError)
+
+            let error = try await fixture.loadError("log:\n  target: syslog\n")
+            #expect(error?.key == "log.target")
+            #expect(error?.reason == #"expected one of auto, journal, stderr, got "syslog""#, "\(String(describing: error))")
+        }
+    }
 }

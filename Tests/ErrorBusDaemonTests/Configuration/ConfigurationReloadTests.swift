@@ -18,6 +18,7 @@ import Testing
         "state.directory": "/srv/state",
         "state.min-free-space": "32MiB",
         "log.level": "debug",
+        "log.target": "stderr",
         "control.socket-path": "/run/other.sock",
         "control.group": "wheel",
         "control.max-connections": "100",

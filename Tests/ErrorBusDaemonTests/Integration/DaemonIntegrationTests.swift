@@ -503,7 +503,7 @@ struct DaemonIntegrationTests {
             #expect(incident.standardOutput.contains("then restart errorbusd (systemctl restart errorbusd)"), "\(incident.standardOutput)")
             #expect(!incident.standardOutput.contains("then reload errorbusd"), "\(incident.standardOutput)")
             // One line says the endpoint refused the client; the incident tells the rest.
-            #expect(daemon.log.components(separatedBy: "[ErrorBusDaemon] Credentials rejected: The token endpoint").count - 1 == 1, "\(daemon.log)")
+            #expect(daemon.log.components(separatedBy: " error Credentials rejected: The token endpoint").count - 1 == 1, "\(daemon.log)")
         }
     }
 

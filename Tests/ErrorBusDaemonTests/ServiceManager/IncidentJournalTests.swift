@@ -1,4 +1,4 @@
-import ErrorBus
+@testable import ErrorBus
 @testable import ErrorBusDaemon
 import ErrorBusStore
 import Foundation
@@ -97,5 +97,68 @@ struct IncidentJournalTests {
         let resolved = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(identifier)", "ERRORBUS_INCIDENT=\(one)", "MESSAGE_ID=\(IncidentLog.resolved)"], atLeast: 1)
         #expect(resolved.first?["MESSAGE"]?.contains("1 failure absorbed, 0 jobs released") == true, "\(resolved)")
         try await store.close()
+    }
+
+    /// Two hosts' errorbusd both number their first incident 1; `ERRORBUS_INCIDENT_ID` tells the
+    /// two apart in a journal that gathers both, and is the same on every entry of one incident.
+    @Test func everyIncidentEntryCarriesAUUIDThatNoOtherIncidentHas() async throws {
+        let hostA = try Self.journaledBus()
+        let hostB = try Self.journaledBus()
+        defer { withExtendedLifetime((hostA.directory, hostB.directory)) {} }
+        let failure = Failure(category: .transient, scope: "api.example.net", cause: "reset", service: "sync",
+                              text: OperatorText(title: "Reset", message: "The connection was reset."))
+        var uuids: [String: Set<String>] = [:]
+        var numbers: [IncidentID] = []
+        for host in [hostA, hostB] {
+            let events = await host.bus.subscribe()
+            // Two incidents on each host, one after the other.
+            for _ in 0..<2 {
+                let incident = try #require(await host.bus.report(failure))
+                numbers.append(incident)
+                try await host.bus.discard(incident: incident)
+                for await event in events {
+                    host.log.record(event)
+                    if event.kind == .incidentResolved, event.incident?.id == incident { break }
+                }
+                let entries = try await Journalctl.entries(["SYSLOG_IDENTIFIER=\(host.identifier)", "ERRORBUS_INCIDENT=\(incident)"], atLeast: 2)
+                #expect(entries.count == 2, "\(entries)")
+                let told = Set(entries.compactMap { $0["ERRORBUS_INCIDENT_ID"] })
+                #expect(entries.allSatisfy { $0["ERRORBUS_INCIDENT_ID"] != nil }, "\(entries)")
+                #expect(told.count == 1, "one incident, one UUID: \(told)")
+                let uuid = try #require(told.first)
+                #expect(UUID(uuidString: uuid) != nil && uuid == uuid.lowercased(), "\(uuid)")
+                // The history keeps it, for the entry that ends an incident a run left open.
+                #expect(try host.store.incident(incident.rawValue)?.uuid == uuid)
+                uuids["\(host.identifier) \(incident)"] = told
+            }
+            try await host.store.close()
+        }
+        // The numbers repeat from host to host; the UUIDs do not.
+        #expect(numbers.map(\.rawValue) == [1, 2, 1, 2])
+        #expect(Set(uuids.values.compactMap(\.first)).count == 4, "\(uuids)")
+    }
+
+    /// Every step of an incident's story carries its UUID: opened, needs an operator, resolved,
+    /// ended with errorbusd's run.
+    @Test func everyStepsFieldsCarryTheUUID() throws {
+        let uuid = UUID()
+        let snapshot = IncidentSnapshot(
+            id: IncidentID(rawValue: 7), uuid: uuid,
+            fingerprint: Fingerprint(scope: "api.example.net", kind: .unauthenticated, cause: "http401"),
+            category: .unauthenticated, service: "sync",
+            text: OperatorText(title: "Rejected", message: "The token was rejected."),
+            state: .needsOperator, failures: 3, parked: 2, parkedByService: ["sync": 2], released: 0, deadLettered: 0,
+            age: .seconds(5), openedAt: Date(), closedAt: nil, next: nil, resolution: nil
+        )
+        for kind in [BusEvent.Kind.incidentOpened, .escalated, .incidentResolved] {
+            let fields = IncidentLog.journalFields(of: BusEvent(kind: kind, incident: snapshot), snapshot)
+            #expect(fields["ERRORBUS_INCIDENT_ID"] == "\(uuid.uuidString.lowercased())", "\(kind)")
+            #expect(fields["ERRORBUS_INCIDENT"] == "7")
+        }
+        var stored = StoredIncident(snapshot)
+        #expect(IncidentLog.fields(ofEnded: stored)["ERRORBUS_INCIDENT_ID"] == "\(uuid.uuidString.lowercased())")
+        // An incident an older errorbusd recorded has none, and its entry goes without.
+        stored.uuid = nil
+        #expect(IncidentLog.fields(ofEnded: stored)["ERRORBUS_INCIDENT_ID"] == nil)
     }
 }

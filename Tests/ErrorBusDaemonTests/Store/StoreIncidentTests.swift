@@ -17,6 +17,7 @@ import Testing
     ) -> IncidentSnapshot {
         IncidentSnapshot(
             id: IncidentID(rawValue: id),
+            uuid: UUID(uuidString: "6F1C2A36-0C0B-4B8E-9D55-2C7E3B1A9F00")!,
             fingerprint: Fingerprint(scope: "api.example.net", kind: .rateLimited, cause: "http429"),
             category: .rateLimited(retryAfter: .seconds(20)),
             service: "sync",
@@ -41,6 +42,7 @@ import Testing
             let start = openedAt.addingTimeInterval(30)
             let opened = try store.recordIncident(snapshot(5, age: .seconds(30), openedAt: openedAt), at: start)
             #expect(opened.openedAt == openedAt)
+            #expect(opened.uuid == "6f1c2a36-0c0b-4b8e-9d55-2c7e3b1a9f00")
             #expect(opened.closedAt == nil && opened.resolution == nil)
             #expect(opened.category == "rateLimited")
             #expect(opened.categoryDetail == ErrorCategory.rateLimited(retryAfter: .seconds(20)).description)
