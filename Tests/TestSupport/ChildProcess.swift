@@ -174,6 +174,9 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, standardOutput, 1)
         posix_spawn_file_actions_adddup2(&actions, standardError, 2)
+        // Nothing else: a socket another test holds open without close-on-exec would otherwise
+        // stay open in every child spawned meanwhile, and its peer would never see it close.
+        _ = spawnActionsCloseFrom(&actions, 3)
 
         // Children start with default signal handling and nothing blocked, whatever the test
         // runner did with SIGPIPE.
@@ -209,6 +212,11 @@ public final class ChildProcess: Sendable {
         return pid
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc module does not
+/// show (it is declared under `_GNU_SOURCE`).
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnActionsCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: CInt) -> CInt
 
 /// The exit status of a child process, once it has one.
 private final class ExitStatus: Sendable {

@@ -189,6 +189,13 @@ struct MetricsIntegrationTests {
             let undescribed = Set(outage.families.keys).subtracting(catalog)
             #expect(undescribed.isEmpty, "families the catalog does not describe: \(undescribed)")
             #expect(outage.families["errorbus_jobs_parked"] == nil, "parked jobs are a state of errorbus_jobs")
+            // The names, types and labels the shipped rules and dashboard may use are these.
+            let shipped = try Self.shippedFamilies()
+            let scraped = Dictionary(uniqueKeysWithValues: outage.families.map { name, family in
+                let labels = Set(family.samples.flatMap(\.labels.keys)).subtracting(["le"])
+                return (family.type == "counter" ? name + "_total" : name, "\(family.type) \(labels.sorted().joined(separator: ","))")
+            })
+            #expect(shipped == scraped, "etc/prometheus/metric-names.txt against a scrape: \(shipped.filter { scraped[$0.key] != $0.value }) \(scraped.filter { shipped[$0.key] != $0.value })")
 
             let open = try #require(outage.families["errorbus_incidents_open"]?.samples.first, "no open incident series")
             let incident = open.labels
@@ -233,6 +240,19 @@ struct MetricsIntegrationTests {
             #expect(finalAbsorbed == Double(told), "the counter and the incident's line agree")
             #expect(healed.value("errorbus_sync_delivered_total") == 5)
         }
+    }
+
+    /// `etc/prometheus/metric-names.txt`: each family's type and labels (sorted), by name.
+    static func shippedFamilies() throws -> [String: String] {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../etc/prometheus/metric-names.txt").standardized.path
+        var families: [String: String] = [:]
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 2 else { continue }
+            let labels = fields.count > 2 ? fields[2].split(separator: ",").map(String.init).sorted() : []
+            families[String(fields[0])] = "\(fields[1]) \(labels.joined(separator: ","))"
+        }
+        return families
     }
 
     /// `ERRORBUS_FAILURES=N` of the resolved line.

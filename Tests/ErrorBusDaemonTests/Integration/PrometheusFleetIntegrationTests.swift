@@ -13,10 +13,10 @@ struct PrometheusFleetIntegrationTests {
     static let filesPerHost = 3
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../..").standardized.path
 
-    /// The shipped rules with each `for:` made `for: 2s`.
+    /// The shipped rules with each `for:` made `for: 2s`, evaluated every second.
     static func rules(_ name: String) throws -> String {
         let text = try String(contentsOfFile: repository + "/etc/prometheus/" + name, encoding: .utf8)
-        return text.replacing(/for: \d+[smh]/, with: "for: 2s")
+        return text.replacing(/for: \d+[smh]/, with: "for: 2s").replacing(/interval: \d+[smh]/, with: "interval: 1s")
     }
 
     /// Every query of the shipped dashboard, its variables given: every host, a one-minute rate.
