@@ -278,20 +278,35 @@ extension ErrorBus {
         }
     }
 
-    /// Runs a command's operation once, within ``ErrorBusConfiguration/attemptTimeout``.
+    /// Runs a command's operation once, within ``ErrorBusConfiguration/attemptTimeout``: in a
+    /// task of its own, which the deadline cancels (``AttemptDeadlines``, one timer for every
+    /// run), awaited here and cancelled with the caller's. The first of the run and its deadline
+    /// to end decides.
     private nonisolated func run(_ command: Command) async throws {
         guard let limit = configuration.attemptTimeout else { return try await command.operation() }
-        let (clock, job, deadline) = (self.clock, command.job, self.clock.now().advanced(by: limit))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await command.operation() }
-            group.addTask {
-                try await clock.sleep(deadline)
-                throw AttemptTimedOut(job: job, limit: limit)
+        let race = AttemptRace()
+        let operation = command.operation
+        let running = Task {
+            do {
+                try await operation()
+            } catch {
+                _ = race.finish()
+                throw error
             }
-            // The first to end decides; the other is cancelled (and awaited).
-            defer { group.cancelAll() }
-            try await group.next()
+            _ = race.finish()
         }
+        let (token, arm) = attemptDeadlines.add(clock.now().advanced(by: limit)) {
+            if race.expire() { running.cancel() }
+        }
+        if let arm { work.yield(.attemptTimer(deadline: arm)) }
+        let result = await withTaskCancellationHandler {
+            await running.result
+        } onCancel: {
+            running.cancel()
+        }
+        attemptDeadlines.remove(token)
+        if race.expired { throw AttemptTimedOut(job: command.job, limit: limit) }
+        try result.get()
     }
 
     /// Ends a command that was cancelled while it ran (``cancel(job:service:)``), once its failure

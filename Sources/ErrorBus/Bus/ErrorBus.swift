@@ -84,6 +84,8 @@ public actor ErrorBus: Service {
     nonisolated let pendingSuccesses = Atomic<Int>(0)
     /// The runs under way, for ``cancel(job:service:)`` of a job that is running.
     nonisolated let running = Mutex(RunningJobs())
+    /// The deadlines of the runs under way (``ErrorBusConfiguration/attemptTimeout``).
+    nonisolated let attemptDeadlines = AttemptDeadlines()
     nonisolated let serials = Atomic<UInt64>(0)
 
     /// Work the actor hands to ``run()``'s task group: timers, probes, canaries, releases.
@@ -107,6 +109,8 @@ public actor ErrorBus: Service {
         case paceTimer(scope: String, deadline: TimelineInstant)
         /// A job with a time limit waits for a slot of its scope: it stops waiting then.
         case slotExpiry(serial: UInt64, scope: String, deadline: TimelineInstant)
+        /// The earliest deadline of the runs under way (``AttemptDeadlines``).
+        case attemptTimer(deadline: TimelineInstant)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -281,6 +285,11 @@ public actor ErrorBus: Service {
             // Still waiting (not granted, not gone): its time is up.
             let waiter = admission.withLock { $0.withdraw(serial: serial, scope: scope) }
             waiter?.continuation.resume(returning: .expired)
+        case .attemptTimer(let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            if let next = attemptDeadlines.fired(armedFor: deadline, at: clock.now()) {
+                work.yield(.attemptTimer(deadline: next))
+            }
         }
     }
 
