@@ -71,6 +71,7 @@ final class AttemptRace: Sendable {
     private let state = Mutex(State.running)
 
     /// The run ended; whether it was in time.
+    @discardableResult
     func finish() -> Bool {
         state.withLock { state in
             guard state == .running else { return state == .finished }
