@@ -24,11 +24,12 @@ extension JobStore {
         return try await writeSuspending("saving \(new.count) new job(s)") { db in
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO job (id, digest, service, fileName, path, size, state, attempts, createdAt, updatedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)
+                    INSERT INTO job (id, digest, service, fileName, path, size, state, attempts, createdAt, updatedAt, modifiedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     """
             )
+            let stamp = try db.cachedStatement(sql: "UPDATE job SET modifiedAt = ? WHERE id = ?")
             var inserted: [OutboxJob] = []
             inserted.reserveCapacity(new.count)
             var duplicates: [EnqueueResult.Duplicate] = []
@@ -36,12 +37,16 @@ extension JobStore {
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
                 func insertQueued() throws -> Bool {
-                    try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds])
+                    try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds, job.modifiedNanoseconds])
                     return db.changesCount == 1
                 }
                 if try !insertQueued() {
                     guard let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) else { continue }
                     guard existing.state == .discarded, Self.arrivedAgain(job, after: existing) else {
+                        if job.path == existing.path, existing.state != .delivered, let modified = job.modifiedNanoseconds {
+                            // Its own file, read again: its stamp spares the next rescan that.
+                            try stamp.execute(arguments: [modified, job.id])
+                        }
                         duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
                         continue
                     }
@@ -366,30 +371,42 @@ extension JobStore {
     /// leaving a queued job without a file. Such a job was most likely delivered (its reason says
     /// so); a file removed by hand ends the same way.
     ///
-    /// `fileExists` is called for every pending job inside one write transaction: call this once
-    /// at start, before uploads begin.
+    /// The pending jobs are read a page at a time, and `fileExists` is called for each outside
+    /// any transaction: memory follows the page, not the backlog, and other readers and writers
+    /// go between the pages. Call it at start, before uploads begin.
     @discardableResult
-    package func reconcileFiles(fileExists: (OutboxJob) -> Bool) throws(StoreError) -> [OutboxJob] {
-        let now = Date.storeNow()
+    package func reconcileFiles(page: Int = 4_096, fileExists: (OutboxJob) -> Bool) throws(StoreError) -> [OutboxJob] {
         let reason = "Its file was gone at start: most likely delivered just before the machine stopped, or removed by hand."
-        let discarded = try write("reconciling jobs with the outbox") { db in
-            let pending = try OutboxJob.fetchAll(
-                db,
-                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') ORDER BY seq"
-            )
-            let statement = try db.cachedStatement(
-                sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?"
-            )
-            var discarded: [OutboxJob] = []
-            for row in pending where !fileExists(row) {
-                try statement.execute(arguments: [reason, now.storeMilliseconds, row.id])
-                var job = row
-                job.state = .discarded
-                job.reason = reason
-                job.updatedAt = now
-                discarded.append(job)
+        var discarded: [OutboxJob] = []
+        var after: Int64 = 0
+        while true {
+            let rows = try read("reconciling jobs with the outbox") { [after] db in
+                try Row.fetchAll(
+                    db,
+                    sql: "SELECT * FROM job WHERE seq > ? AND state IN ('queued', 'inFlight', 'deadLettered') ORDER BY seq LIMIT ?",
+                    arguments: [after, page]
+                )
+                .map { (seq: $0["seq"] as Int64, job: try OutboxJob(row: $0)) }
             }
-            return discarded
+            guard let last = rows.last else { break }
+            after = last.seq
+            let missing = rows.map(\.job).filter { !fileExists($0) }
+            guard !missing.isEmpty else { continue }
+            let now = Date.storeNow()
+            discarded += try write("reconciling jobs with the outbox") { db in
+                let statement = try db.cachedStatement(
+                    sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ? AND state IN ('queued', 'inFlight', 'deadLettered')"
+                )
+                return try missing.compactMap { job in
+                    try statement.execute(arguments: [reason, now.storeMilliseconds, job.id])
+                    guard db.changesCount == 1 else { return nil }
+                    var job = job
+                    job.state = .discarded
+                    job.reason = reason
+                    job.updatedAt = now
+                    return job
+                }
+            }
         }
         if !discarded.isEmpty {
             logger.warning(

@@ -51,16 +51,29 @@ extension JobStore {
         }
     }
 
-    /// The names of the files of `service`'s jobs that may still have a file in the outbox
-    /// (waiting, dead letters, discarded): what a full backlog's ingest must not count as new
-    /// files left out.
-    package func knownFileNames(service: String) throws(StoreError) -> Set<String> {
-        try read("listing the jobs' files") { db in
-            Set(try String.fetchAll(
+    /// What the store knows of the outbox files `names`, by name: the size and modification
+    /// time recorded with the latest of `service`'s jobs that may still have its file in the
+    /// outbox (waiting, dead letters, discarded). A name missing is no such job's.
+    ///
+    /// What a rescan asks, a slice of names at a time, instead of remembering every file it took:
+    /// one walk of an index of those jobs' names.
+    package func knownFiles(service: String, named names: some Collection<String>) throws(StoreError) -> [String: KnownFile] {
+        guard !names.isEmpty else { return [:] }
+        var arguments: StatementArguments = [service]
+        arguments += StatementArguments(names)
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ",")
+        return try read("looking up \(names.count) outbox files") { [arguments] db in
+            var known: [String: KnownFile] = [:]
+            let rows = try Row.fetchCursor(
                 db,
-                sql: "SELECT fileName FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered', 'discarded') AND service = ?",
-                arguments: [service]
-            ))
+                sql: "SELECT fileName, size, modifiedAt FROM job INDEXED BY job_file WHERE state != 'delivered' AND service = ? AND fileName IN (\(placeholders)) ORDER BY seq",
+                arguments: arguments
+            )
+            // Oldest first: a name's latest job is the one that stays.
+            while let row = try rows.next() {
+                known[row["fileName"]] = KnownFile(size: row["size"], modifiedNanoseconds: row["modifiedAt"])
+            }
+            return known
         }
     }
 
@@ -167,5 +180,19 @@ extension JobStore {
             }
             return dropped
         }
+    }
+}
+
+/// An outbox file as the store knows it: what its latest job recorded of it.
+package struct KnownFile: Sendable, Equatable {
+    /// Its size when it was queued.
+    package var size: Int64
+    /// Its modification time when it was queued, in nanoseconds since the epoch; `nil` for jobs
+    /// recorded before the store kept it.
+    package var modifiedNanoseconds: Int64?
+
+    package init(size: Int64, modifiedNanoseconds: Int64?) {
+        self.size = size
+        self.modifiedNanoseconds = modifiedNanoseconds
     }
 }

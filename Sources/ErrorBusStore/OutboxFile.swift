@@ -21,10 +21,18 @@ package struct OutboxFile: Sendable, Hashable {
     /// When it arrived, if before it is queued (a file that waited in the outbox for room in the
     /// backlog): the job's `createdAt`. `nil`: now.
     package var arrivedAt: Date?
+    /// When its file was last written, as the ingest saw it, in nanoseconds since the epoch;
+    /// `nil`: unknown. Stored with the job: a rescan that finds the file with this size and time
+    /// knows it is taken care of (``JobStore/knownFiles(service:named:)``).
+    package var modifiedNanoseconds: Int64?
+
     /// When its file was last written, as the ingest saw it; `nil`: unknown. Content an operator
     /// discarded comes back as a new job when it arrives in another file, or in this one written
     /// after the discard (``JobStore/enqueue(_:)``).
-    package var modifiedAt: Date?
+    package var modifiedAt: Date? {
+        get { modifiedNanoseconds.map { Date(timeIntervalSince1970: Double($0) / 1e9) } }
+        set { modifiedNanoseconds = newValue.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) } }
+    }
 
     package init(id: String, digest: String? = nil, service: String, fileName: String, path: String, size: Int64) {
         self.id = id

@@ -169,6 +169,19 @@ enum StoreSchema {
             try db.execute(sql: "ALTER TABLE incident ADD COLUMN uuid TEXT")
         }
 
+        // What tells a rescan that a file is already a job without reading it again: the file's
+        // modification time when it was queued (nanoseconds since the epoch; none for the jobs
+        // recorded before), and an index of the names of the jobs whose file may still be in the
+        // outbox. Delivered jobs, the bulk of the table, stay out of it.
+        migrator.registerMigration("9 job file stamp") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE job ADD COLUMN modifiedAt INTEGER;
+                    CREATE INDEX job_file ON job(fileName) WHERE state != 'delivered';
+                    """
+            )
+        }
+
         return migrator
     }
 }

@@ -74,11 +74,6 @@ package struct Daemon: Sendable {
             logger.notice("\(IncidentReporter.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
-        // After a power loss, a delivered job's record may have rolled back while its file's
-        // removal did not: such jobs have no file left to send.
-        let vanished = try store.reconcileFiles { FileManager.default.fileExists(atPath: $0.path) }
-        if !vanished.isEmpty { logger.warning("\(vanished.count) queued jobs had lost their files and were discarded") }
-
         var busConfiguration = configuration.bus
         busConfiguration.firstIncidentID = (try store.lastIncidentID() ?? 0) + 1
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpConfiguration(configuration))

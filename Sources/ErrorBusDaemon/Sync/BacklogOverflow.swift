@@ -73,9 +73,15 @@ final class BacklogOverflow: Sendable {
         leftOut.withLock { $0.removeValue(forKey: name) }
     }
 
-    /// Forgets the files left out that are no longer in the outbox.
-    func keepLeftOut(_ present: Set<String>) {
-        leftOut.withLock { leftOut in leftOut = leftOut.filter { present.contains($0.key) } }
+    /// The files left out for want of room.
+    var leftOutNames: Set<String> { leftOut.withLock { Set($0.keys) } }
+
+    /// Forgets files left out that are no longer in the outbox.
+    func forgetLeftOut(_ gone: Set<String>) {
+        guard !gone.isEmpty else { return }
+        leftOut.withLock { leftOut in
+            for name in gone { leftOut.removeValue(forKey: name) }
+        }
     }
 
     /// How many files wait in the outbox for room.

@@ -1,9 +1,12 @@
 import ErrorBus
 import Synchronization
 
-/// The outbox entries already taken care of, by name, with the size and modification time they
-/// had then, so that rescans do not hash them again. The ingest records them; a file's removal
-/// after its delivery forgets it, so that a new file of that name is looked at afresh.
+/// The outbox entries taken care of that are no job of their own (a file over the size limit, a
+/// copy of pending content), by name, with the size and modification time they had then, so
+/// that rescans do not hash them again. A job's file is the store's to remember
+/// (``JobStore/knownFiles(service:named:)``): this holds the few others, not the backlog. The
+/// ingest records them; a file's removal after its delivery forgets it, so that a new file of
+/// that name is looked at afresh.
 final class SeenFiles: Sendable {
     private let stamps = Mutex<[String: FileStamp]>([:])
 

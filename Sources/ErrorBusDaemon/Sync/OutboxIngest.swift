@@ -9,9 +9,12 @@ import Logging
 /// happens to it. Files it cannot read are remembered, told once, and taken as soon as their
 /// permissions change.
 ///
-/// What it shares with the dispatcher (``SyncService``) is behind locks, never an actor hop per
-/// file: the files already taken care of (``SeenFiles``) and the copies of pending content to
-/// remove with their job (``DuplicateFiles``).
+/// Which files are already jobs is the store's to tell (``JobStore/knownFiles(service:named:)``,
+/// a slice of names at a time): a rescan of a million queued files reads none of them again,
+/// and remembers none of them. What it shares with the dispatcher (``SyncService``) is behind
+/// locks, never an actor hop per file: the files taken care of that are no job of their own
+/// (``SeenFiles``) and the copies of pending content to remove with their job
+/// (``DuplicateFiles``).
 actor OutboxIngest {
     /// What the ingest needs to know, from the sync settings.
     struct Settings: Sendable, Equatable {
@@ -148,17 +151,31 @@ actor OutboxIngest {
         // Outcomes the store could not record before are retried by the dispatcher it wakes.
         queued()
         let inspector = self.inspector
+        // Read and taken in a slice at a time: memory follows the slice, not the outbox.
+        let listing: OutboxListing
         do {
-            let listing = try inspector.listing()
-            // Unreadable files that were removed are no longer a problem.
-            let present = Set(listing)
-            for name in unreadable.keys where !present.contains(name) { forgetUnreadable(name, because: "is gone") }
-            overflow.keepLeftOut(present)
-            return await ingest(listing, announced: false)
+            listing = try inspector.listing()
         } catch {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
             return []
         }
+        // The few files remembered for what they were, until the walk finds them: those it does
+        // not are gone.
+        var missing = Set(unreadable.keys).union(overflow.leftOutNames)
+        var unsettled: [String] = []
+        do {
+            while case let names = try listing.next(Self.ingestSlice), !names.isEmpty {
+                if !missing.isEmpty { missing.subtract(names) }
+                unsettled += await ingest(names, announced: false)
+            }
+        } catch {
+            logger.error("cannot list the outbox \(settings.outbox): \(error)")
+            return unsettled
+        }
+        // Unreadable files that were removed are no longer a problem.
+        for name in missing where unreadable[name] != nil { forgetUnreadable(name, because: "is gone") }
+        overflow.forgetLeftOut(missing)
+        return unsettled
     }
 
     private var inspector: OutboxInspector {
@@ -172,17 +189,15 @@ actor OutboxIngest {
     func ingest(_ names: [String], announced: Bool) async -> [String] {
         let inspector = self.inspector
         var unsettled: [String] = []
-        // The files of the jobs the store knows, once asked for: not new files, even unseen (a
-        // start).
-        var pending: Set<String>?
         for start in stride(from: 0, to: names.count, by: Self.ingestSlice) {
             let slice = names[start..<min(start + Self.ingestSlice, names.count)]
-            let known = seen.stamps(of: slice)
+            // The files that are jobs already (the store's), and those taken care of otherwise.
+            let stored = await knownFiles(slice)
+            var known = seen.stamps(of: slice)
+            for (name, file) in stored { known[name] = FileStamp(file) ?? known[name] }
             if settings.backlog.rejectsNew, let room = await room(), room.isFull {
                 // No room even for the smallest file: the new ones are not even read.
-                if pending == nil { pending = await knownFileNames() }
-                let waiting = pending ?? []
-                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && !waiting.contains($0) })
+                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && stored[$0] == nil })
                 continue
             }
             let inspections: [OutboxInspector.Inspection]
@@ -196,8 +211,8 @@ actor OutboxIngest {
             unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
             // A file taken before and changed since holds other content now: its older jobs'
             // content is gone.
-            let rewritten = Set(inspections.lazy.filter { known[$0.name] != nil }.map(\.name))
-            await enqueue(inspections, directory: inspector.directory, announced: announced, rewritten: rewritten, pending: &pending)
+            let rewritten = Set(inspections.lazy.filter { known[$0.name] != nil || stored[$0.name] != nil }.map(\.name))
+            await enqueue(inspections, directory: inspector.directory, announced: announced, rewritten: rewritten, stored: stored)
         }
         return unsettled
     }
@@ -205,9 +220,9 @@ actor OutboxIngest {
     /// How many outbox entries are inspected in one thread-pool job and queued in one transaction.
     static let ingestSlice = 512
 
-    /// - Parameter pending: The files of jobs the store knows, read when a file does not fit: they
-    ///   take no room, being no new jobs (the store finds them duplicates).
-    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, rewritten: Set<String>, pending: inout Set<String>?) async {
+    /// - Parameter stored: The files among these that the store knows as jobs: they take no room,
+    ///   being no new jobs (the store finds them duplicates).
+    private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, rewritten: Set<String>, stored: [String: KnownFile]) async {
         var ready: [OutboxFile] = []
         for inspection in inspections {
             let name = inspection.name
@@ -220,9 +235,8 @@ actor OutboxIngest {
             case .ready(let size, let key):
                 let (id, digest) = settings.keyedByName ? (ContentKey.of(key, name: name), key) : (key, nil)
                 var file = OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size)
-                file.modifiedAt = inspection.stamp?.modified
+                file.modifiedNanoseconds = inspection.stamp?.modifiedSinceEpoch
                 ready.append(file)
-                seen.record(name, inspection.stamp)
                 forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):
                 seen.record(name, inspection.stamp)
@@ -239,18 +253,12 @@ actor OutboxIngest {
         if settings.backlog.rejectsNew, !ready.isEmpty, var room = await room() {
             var taken: [OutboxFile] = []
             for file in ready {
-                var fits = room.take(file.size)
-                if !fits {
-                    if pending == nil { pending = await knownFileNames() }
-                    fits = pending?.contains(file.fileName) == true
-                }
-                if fits {
+                if room.take(file.size) || stored[file.fileName] != nil {
                     var file = file
                     // A file that waited for room arrived when it was first left out.
                     file.arrivedAt = overflow.taken(file.fileName)
                     taken.append(file)
                 } else {
-                    seen.forget(file.fileName)
                     reject([file.fileName])
                 }
             }
@@ -269,8 +277,12 @@ actor OutboxIngest {
                     // delivery and removing the file (kill -9, a crash).
                     deliveredFiles(duplicate.new.path, duplicate.new.fileName)
                 } else if duplicate.new.path != duplicate.existing.path && !duplicate.existing.state.isFinal {
-                    // Delivered together with the job that has this content.
+                    // Delivered together with the job that has this content; no job of its own,
+                    // so remembered here, not read again by every rescan.
                     duplicates.add(duplicate.new.path, to: duplicate.existing.id)
+                    seen.record(duplicate.new.fileName, duplicate.new.modifiedNanoseconds.flatMap {
+                        FileStamp(KnownFile(size: duplicate.new.size, modifiedNanoseconds: $0))
+                    })
                 }
             }
             for discarded in result.replacedDiscarded {
@@ -286,7 +298,6 @@ actor OutboxIngest {
             }
             await endOverflowIfRoom()
         } catch {
-            for job in ready { seen.forget(job.fileName) }
             await storeFailures.report(error, doing: "queue \(ready.count) outbox files")
         }
     }
@@ -331,14 +342,15 @@ actor OutboxIngest {
         }
     }
 
-    /// The files of the jobs the store knows that may still be in the outbox; none when the store
-    /// cannot tell (reported).
-    private func knownFileNames() async -> Set<String> {
+    /// What the store knows of the files `names` as jobs that may still be in the outbox; none
+    /// when the store cannot tell (reported): then they are read again, and the store finds the
+    /// jobs it has.
+    private func knownFiles(_ names: ArraySlice<String>) async -> [String: KnownFile] {
         do {
-            return try store.knownFileNames(service: SyncService.service)
+            return try store.knownFiles(service: SyncService.service, named: names)
         } catch {
-            await storeFailures.report(error, doing: "read the backlog")
-            return []
+            await storeFailures.report(error, doing: "look up outbox files")
+            return [:]
         }
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ErrorBusStore
 import ErrorBusSupport
 #if canImport(Glibc)
 import Glibc
@@ -87,17 +88,51 @@ struct OutboxInspector: Sendable {
         }
     }
 
-    /// The names in the outbox directory, visible or not, in no particular order.
-    func listing() throws -> [String] {
+    /// The names in the outbox directory, visible or not, in no particular order, read a slice
+    /// at a time.
+    func listing() throws(SystemCallError) -> OutboxListing {
+        try OutboxListing(directory: directory)
+    }
+}
+
+/// A walk of a directory's entries, a slice at a time: listing a million files holds one slice
+/// in memory. Used by one task at a time.
+final class OutboxListing {
+    private let stream: OpaquePointer
+    private let directory: String
+
+    init(directory: String) throws(SystemCallError) {
         guard let stream = opendir(directory) else { throw SystemCallError(call: "opendir", errnoCode: errno, path: directory) }
-        defer { closedir(stream) }
+        self.stream = stream
+        self.directory = directory
+    }
+
+    deinit {
+        closedir(stream)
+    }
+
+    /// The next names, up to `count`, `.` and `..` left out; none once the walk is over.
+    func next(_ count: Int) throws(SystemCallError) -> [String] {
         var names: [String] = []
-        while let entry = readdir(stream) {
+        names.reserveCapacity(count)
+        while names.count < count {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                guard errno == 0 else { throw SystemCallError(call: "readdir", errnoCode: errno, path: directory) }
+                break
+            }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
             if name != "." && name != ".." { names.append(name) }
         }
+        return names
+    }
+
+    /// Every name left, at once: for small directories and tests.
+    func all() throws(SystemCallError) -> [String] {
+        var names: [String] = []
+        while case let slice = try next(4_096), !slice.isEmpty { names += slice }
         return names
     }
 }
@@ -161,8 +196,15 @@ struct FileStamp: Equatable, Sendable {
         modifiedNanoseconds = info.modifiedNanoseconds
     }
 
-    /// When the file was last written.
-    var modified: Date {
-        Date(timeIntervalSince1970: Double(modifiedSeconds) + Double(modifiedNanoseconds) / 1e9)
+    /// The stamp the store recorded with a job, if it recorded its time.
+    init?(_ known: KnownFile) {
+        guard let nanoseconds = known.modifiedNanoseconds else { return nil }
+        size = known.size
+        (modifiedSeconds, modifiedNanoseconds) = (Int(nanoseconds / 1_000_000_000), Int(nanoseconds % 1_000_000_000))
+    }
+
+    /// When the file was last written, in nanoseconds since the epoch: what the store records.
+    var modifiedSinceEpoch: Int64 {
+        Int64(modifiedSeconds) * 1_000_000_000 + Int64(modifiedNanoseconds)
     }
 }

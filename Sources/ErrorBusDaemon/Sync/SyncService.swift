@@ -10,6 +10,7 @@ import Glibc
 import Foundation
 import Logging
 import Metrics
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
@@ -183,6 +184,7 @@ actor SyncService: Service {
     /// uploads under way finish (the service group's shutdown deadline cancels any that take
     /// longer) and makes sure every state change is on disk.
     func run() async throws {
+        await reconcileFiles()
         // Jobs queued before a restart go first.
         wake.yield()
         try await withThrowingDiscardingTaskGroup { group in
@@ -198,6 +200,23 @@ actor SyncService: Service {
             guard Task.isCancelled else { throw error }
         }
         logger.info("sync stopped", metadata: ["held": "\(state.held)"])
+    }
+
+    /// After a power loss, a delivered job's record may have rolled back while its file's
+    /// removal did not: such jobs have no file left to send, and are discarded before uploads
+    /// begin. A walk of every pending job and its file, off the cooperative threads, while the
+    /// daemon already answers its control socket.
+    private func reconcileFiles() async {
+        let store = store
+        do {
+            let vanished = try await NIOThreadPool.singleton.runIfActive {
+                // A file that cannot be looked at (a permission) is there: only its absence discards.
+                try store.reconcileFiles { job in (try? SystemCall.stat(job.path)).map { $0 != nil } ?? true }
+            }
+            if !vanished.isEmpty { logger.warning("\(vanished.count) queued jobs had lost their files and were discarded") }
+        } catch {
+            await storeFailures.report(error, doing: "reconcile the queued jobs with the outbox")
+        }
     }
 
     /// Applies new settings (a reload). Jobs already queued keep their state; the outbox stays

@@ -183,6 +183,45 @@ import Testing
         }
     }
 
+    @Test func knownFilesAreTheLatestJobOfEachNameThatMayStillHaveItsFile() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            var jobs = StoreTestDirectory.newJobs(4)
+            for index in jobs.indices { jobs[index].modifiedNanoseconds = 1_700_000_000_123_456_789 + Int64(index) }
+            // job-3's file written again with other content: a second job of that name.
+            var rewritten = jobs[3]
+            rewritten.id = "job-3-again"
+            rewritten.size = 7
+            rewritten.modifiedNanoseconds = 1_700_000_001_000_000_000
+            _ = try await store.enqueue(jobs + [rewritten])
+            try store.markDelivered(["job-0"])
+            #expect(try store.discardQueued("job-1"))
+            try store.markDeadLettered("job-2", reason: "bad", incident: nil)
+
+            let names = jobs.map(\.fileName) + ["never-queued.json"]
+            let known = try store.knownFiles(service: "sync", named: names)
+            // A delivered job's file is gone; a discarded or dead-lettered one's stays, and is
+            // known: a rescan must not take it again.
+            #expect(Set(known.keys) == ["job-1.json", "job-2.json", "job-3.json"])
+            #expect(known["job-1.json"] == KnownFile(size: 101, modifiedNanoseconds: 1_700_000_000_123_456_790))
+            #expect(known["job-3.json"] == KnownFile(size: 7, modifiedNanoseconds: 1_700_000_001_000_000_000))
+            #expect(try store.knownFiles(service: "loader", named: names).isEmpty)
+        }
+    }
+
+    @Test func aFileReadAgainGivesItsJobTheStampARescanLooksFor() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            // A job recorded before the store kept stamps: read again once, then known by its stamp.
+            let old = StoreTestDirectory.newJobs(1)
+            _ = try await store.enqueue(old)
+            #expect(try store.knownFiles(service: "sync", named: ["job-0.json"]) == ["job-0.json": KnownFile(size: 100, modifiedNanoseconds: nil)])
+            var again = old[0]
+            again.modifiedNanoseconds = 42
+            let result = try await store.enqueue([again])
+            #expect(result.inserted.isEmpty)
+            #expect(try store.knownFiles(service: "sync", named: ["job-0.json"]) == ["job-0.json": KnownFile(size: 100, modifiedNanoseconds: 42)])
+        }
+    }
+
     @Test func pendingJobsWhoseFileIsGoneAreDiscardedAtReconciliation() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
@@ -191,7 +230,8 @@ import Testing
             try store.markDeadLettered("job-2", reason: "bad", incident: 2)
 
             var asked: [String] = []
-            let discarded = try store.reconcileFiles { job in
+            // Two jobs a page: the walk goes on past the pages with no missing file.
+            let discarded = try store.reconcileFiles(page: 2) { job in
                 asked.append(job.id)
                 return job.id == "job-4"
             }

@@ -1,5 +1,6 @@
 import ErrorBus
 import ErrorBusStore
+import ErrorBusSupport
 import ErrorBusTesting
 import Foundation
 import Glibc
@@ -88,6 +89,27 @@ struct SyncServiceTests {
     }
 }
 
+extension SyncServiceTests {
+    @Test func aRestartTakesTheStoresWordForTheFilesItQueuedWithoutReadingThem() async throws {
+        let uploader = FakeUploader()
+        try await SyncHarness.with(uploader: uploader, before: { outbox in
+            try Data("queued before the restart".utf8).write(to: URL(fileURLWithPath: outbox + "/kept.bin"))
+        }, prepare: { store, outbox in
+            // The job a previous run queued for it, under a key no reading of the file gives:
+            // read again, the file would be queued as a job of its own beside it.
+            let status = try #require(try FileStatus.ofLink(outbox + "/kept.bin"))
+            var job = OutboxFile(id: "queued-by-the-last-run", service: "sync", fileName: "kept.bin", path: outbox + "/kept.bin", size: status.size)
+            job.modifiedNanoseconds = FileStamp(status).modifiedSinceEpoch
+            _ = try await store.enqueue([job])
+        }) { harness in
+            await uploader.nextStart()
+            _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
+            #expect(uploader.uploads.map(\.id) == ["queued-by-the-last-run"])
+            #expect(try harness.store.counts().total == 1)
+        }
+    }
+}
+
 /// A sync service with its store, its bus and its outbox, for one test.
 struct SyncHarness {
     static let rescanInterval = Duration.seconds(60)
@@ -118,6 +140,7 @@ struct SyncHarness {
         settleTime: Duration = .zero,
         uploader: FakeUploader,
         before: (String) throws -> Void = { _ in },
+        prepare: (JobStore, String) async throws -> Void = { _, _ in },
         _ body: (SyncHarness) async throws -> Void
     ) async throws {
         try await StoreTestDirectory.withStore { store, state in
@@ -125,6 +148,7 @@ struct SyncHarness {
             let outbox = root + "/outbox"
             try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: false)
             try before(outbox)
+            try await prepare(store, outbox)
             let logger = Logger(label: "sync-tests") { _ in SwiftLogNoOpLogHandler() }
             var configuration = ErrorBusConfiguration()
             configuration.maxParkedJobs = maxParkedJobs
