@@ -255,6 +255,18 @@ extension JobStore {
         )
     }
 
+    /// Gives claimed jobs that never started back to the queue, in their place (their `seq`),
+    /// their attempts unchanged: the next claim takes them first again. Returns how many were
+    /// in flight.
+    @discardableResult
+    package func unclaim(_ ids: [String]) throws(StoreError) -> Int {
+        try update(
+            ids,
+            "giving \(ids.count) claimed job(s) back to the queue",
+            sql: "UPDATE job SET state = 'queued', updatedAt = :now WHERE id = :id AND state = 'inFlight'"
+        )
+    }
+
     /// Marks a queued job `inFlight`. Returns whether it was queued.
     @discardableResult
     package func markInFlight(_ id: String) throws(StoreError) -> Bool {

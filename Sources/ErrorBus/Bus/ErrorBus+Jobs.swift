@@ -98,6 +98,14 @@ extension ErrorBus {
         work.yield(.paceTimer(scope: scope, deadline: deadline))
     }
 
+    /// Whether an open incident (or the bus's stop) holds back jobs like `job` now: submitted, it
+    /// would park without running. Answered without a hop to the actor, for a service that
+    /// keeps its queue durably: while this is true it need not hand the bus more work to hold,
+    /// and leaves it where it is kept, until an ``BusEvent/Kind/incidentResolved`` event.
+    public nonisolated func holdsBack(_ job: Job) -> Bool {
+        !admission.withLock { $0.mayRun(job) }
+    }
+
     /// The failure an error describes for `job`: its own category when it is a
     /// ``CategorizedError``, the configured fallback otherwise.
     public nonisolated func categorize(_ error: any Error, for job: Job) -> Failure {

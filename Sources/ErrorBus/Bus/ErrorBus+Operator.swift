@@ -240,6 +240,13 @@ extension ErrorBus {
         throw .noSuchIncident(id)
     }
 
+    /// The open incident that holds back jobs like `job` (its scope, realm or service), the
+    /// oldest if several do; `nil` when none does. Jobs a failure of their own holds are not
+    /// asked about: their incident holds no one else.
+    public func holdingIncident(of job: Job) -> IncidentID? {
+        holdingIncident(for: job)?.id
+    }
+
     /// The jobs parked under an open incident, in release order.
     public func parkedJobs(in id: IncidentID) throws(ErrorBusError) -> [Job] {
         guard let incident = incidents[id] else { throw .noSuchIncident(id) }

@@ -210,6 +210,11 @@ extension DaemonConfiguration.Sync {
                 }
             },
             .init("concurrency", \.concurrency, .integer(.between(1, 1_024)), "At most this many uploads at once."),
+            .init("parked-in-memory", \.parkedInMemory, .integer(.atLeast(1)), """
+                While an incident holds uploads back, at most this many jobs wait parked in memory, ready to go the \
+                moment it ends; the others wait in the state's queue, at no memory cost, and are taken in order after \
+                them. About 1 KiB each.
+                """),
             .init("max-file-size", \.maxFileSize, .size(.atLeast(1)), "Larger files are not uploaded but dead-lettered."),
             .init("rescan-interval", \.rescanInterval, .duration(.greaterThan(.zero)), "How often the outbox is listed again, to catch files whose notification was missed."),
             .init("settle-time", \.settleTime, .duration(.atLeast(.zero)), """

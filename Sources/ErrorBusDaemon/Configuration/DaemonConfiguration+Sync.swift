@@ -9,6 +9,10 @@ extension DaemonConfiguration {
         package var afterDelivery: AfterDelivery
         /// `sync.concurrency`: at most this many uploads at once, 1…1024. Default 16.
         package var concurrency: Int
+        /// `sync.parked-in-memory`: while an incident holds uploads back, at most this many of
+        /// sync's jobs wait parked in the bus's memory; the others wait in the store's queue,
+        /// which costs no memory, until the incident ends. Default 1,000.
+        package var parkedInMemory: Int
         /// `sync.max-file-size`: larger files are not uploaded but dead-lettered, in bytes.
         /// Default 100 MiB.
         package var maxFileSize: Int64
@@ -95,6 +99,7 @@ extension DaemonConfiguration {
             outbox: String = "/var/spool/errorbusd/outbox",
             afterDelivery: AfterDelivery = .delete,
             concurrency: Int = 16,
+            parkedInMemory: Int = 1_000,
             maxFileSize: Int64 = 100 * 1_024 * 1_024,
             rescanInterval: Duration = .seconds(30),
             settleTime: Duration = .seconds(2),
@@ -106,6 +111,7 @@ extension DaemonConfiguration {
             self.outbox = outbox
             self.afterDelivery = afterDelivery
             self.concurrency = concurrency
+            self.parkedInMemory = parkedInMemory
             self.maxFileSize = maxFileSize
             self.rescanInterval = rescanInterval
             self.settleTime = settleTime

@@ -141,11 +141,13 @@ struct ControlService: Sendable {
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
         let snapshot = await bus.snapshot()
+        let heldQueue = await sync.heldQueue()
         reporter.countAbsorbed(snapshot)
         gauges.update(StateGauges.State(
             snapshot: snapshot,
-            health: health.report(snapshot),
+            health: health.report(snapshot, heldQueue: heldQueue),
             pending: pending,
+            heldQueue: heldQueue,
             backlog: backlog,
             unreadableFiles: await sync.unreadableFiles.count,
             services: Self.services
@@ -155,13 +157,17 @@ struct ControlService: Sendable {
 
     func status() async throws -> Control.Status {
         let snapshot = await bus.snapshot()
+        let heldQueue = await sync.heldQueue()
         let now = Date()
         let history = try storeCall { () throws(StoreError) in try store.incidents(limit: 50) }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         var services: [Control.ServiceStatus] = []
         for name in Self.services {
             let counts = pending[name] ?? JobCounts()
-            let holding = snapshot.incidents.filter { $0.service == name || ($0.parkedByService[name] ?? 0) > 0 }
+            let heldQueued = heldQueue.map { $0.service == name ? min($0.jobs, counts.queued) : 0 } ?? 0
+            let holding = snapshot.incidents.filter {
+                $0.service == name || ($0.parkedByService[name] ?? 0) > 0 || (heldQueued > 0 && $0.id == heldQueue?.incident)
+            }
             // Its own latest open incident, else the oldest that holds its work (another service's
             // outage of the same server, say): what keeps it from delivering.
             let lastError: Control.LastError? =
@@ -187,10 +193,11 @@ struct ControlService: Sendable {
             services.append(Control.ServiceStatus(
                 name: name,
                 state: Self.state(of: holding, running: snapshot.isRunning),
-                queued: counts.queued,
+                // Queued jobs an incident holds back wait behind it: parked.
+                queued: counts.queued - heldQueued,
                 // The store keeps the jobs the bus holds in flight; the bus knows which.
                 inFlight: max(0, counts.inFlight - (snapshot.heldByService[name] ?? 0)),
-                parked: snapshot.heldByService[name] ?? 0,
+                parked: (snapshot.heldByService[name] ?? 0) + heldQueued,
                 dead: counts.deadLettered,
                 lastError: lastError,
                 incidents: holding.map { Int($0.id.rawValue) }
@@ -201,11 +208,11 @@ struct ControlService: Sendable {
         }
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
         let limits = await sync.limits
-        let health = self.health.report(snapshot, now: now)
+        let health = self.health.report(snapshot, heldQueue: heldQueue, now: now)
         return Control.Status(
             version: ErrorBusVersion.current,
             startedAt: ControlTime.format(startedAt),
-            statusLine: StatusLine.render(snapshot, health: health),
+            statusLine: StatusLine.render(snapshot, health: health, heldQueue: heldQueue),
             running: snapshot.isRunning,
             services: services,
             incidents: snapshot.incidents.map { Control.Incident($0, now: now) },
@@ -271,18 +278,35 @@ struct ControlService: Sendable {
     }
 
     /// The store's jobs, each as the bus holds it: the store keeps a job the bus holds (parked,
-    /// or waiting for the retry budget) in flight, and only the bus knows where it waits.
+    /// or waiting for the retry budget) in flight, and only the bus knows where it waits. While
+    /// an incident holds sync back, its queued jobs wait behind that incident: parked too, after
+    /// those the bus holds.
     func jobs(_ filter: Control.JobFilter) async throws -> Control.JobList {
         let limit = min(max(filter.limit ?? 100, 0), 1000)
         let offset = max(0, filter.offset ?? 0)
         let held = await bus.heldJobs(service: filter.service ?? SyncService.service)
         let heldByID = Dictionary(held.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let heldQueue = filter.service.map { $0 == SyncService.service } ?? true ? await sync.heldQueue() : nil
+        // A queued job as the incident holding it back holds it.
+        func behind(_ job: OutboxJob) -> HeldJob? {
+            guard let heldQueue, job.state == .queued, job.service == heldQueue.service else { return nil }
+            return HeldJob(job: Job(id: job.id, service: job.service, scope: ""), incident: heldQueue.incident)
+        }
         return try storeCall { () throws(StoreError) in
             switch filter.state {
             case .parked:
                 let page = held.dropFirst(offset).prefix(limit)
-                let jobs = try store.jobs(ids: page.map(\.job.id))
-                return Control.JobList(jobs: jobs.map { Control.Job($0, held: heldByID[$0.id]) }, total: held.count)
+                var jobs = try store.jobs(ids: page.map(\.job.id)).map { Control.Job($0, held: heldByID[$0.id]) }
+                guard let heldQueue else { return Control.JobList(jobs: jobs, total: held.count) }
+                // Then the queue, oldest first.
+                if jobs.count < limit {
+                    let queued = try store.jobs(service: heldQueue.service, state: .queued, offset: max(0, offset - held.count), limit: limit - jobs.count)
+                    jobs += queued.map { Control.Job($0, held: behind($0)) }
+                }
+                return Control.JobList(jobs: jobs, total: held.count + heldQueue.jobs)
+            case .queued? where heldQueue != nil:
+                // Sync's queue is parked (only sync keeps jobs in the store).
+                return Control.JobList(jobs: [], total: 0)
             case .inFlight:
                 let jobs = try store.jobs(
                     service: filter.service,
@@ -298,7 +322,7 @@ struct ControlService: Sendable {
                 let jobs = try store.jobs(service: filter.service, state: state, offset: offset, limit: limit)
                 let counts = try store.counts(service: filter.service)
                 return Control.JobList(
-                    jobs: jobs.map { Control.Job($0, held: $0.state == .inFlight ? heldByID[$0.id] : nil) },
+                    jobs: jobs.map { Control.Job($0, held: $0.state == .inFlight ? heldByID[$0.id] : behind($0)) },
                     total: state.map { counts[$0] } ?? counts.total
                 )
             }
@@ -364,6 +388,13 @@ struct ControlService: Sendable {
             // A job the bus holds: a parked one goes when its incident does, which takes its
             // next step now; a retry waiting for the budget runs now.
             if (try? await bus.retry(job: id, service: SyncService.service)) != nil {
+                return Control.Count(count: 1)
+            }
+            // A queued job an incident holds back goes when that incident does, as a parked one.
+            if try storeCall({ () throws(StoreError) in try store.job(id) })?.state == .queued,
+                let incident = await sync.heldQueue()?.incident,
+                (try? await bus.retry(incident: incident)) != nil
+            {
                 return Control.Count(count: 1)
             }
             throw try notActionable(id, service: SyncService.service, by: .retry)

@@ -140,7 +140,15 @@ package struct Daemon: Sendable {
                 logger: logger
             )
             var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: Readiness(startedAt: startedAt, bus: bus, manager: manager, controlSocket: controlSocket, health: health, logger: logger)),
+                .init(service: Readiness(
+                    startedAt: startedAt,
+                    bus: bus,
+                    manager: manager,
+                    controlSocket: controlSocket,
+                    health: health,
+                    heldQueue: { await sync.heldQueue() },
+                    logger: logger
+                )),
             ]
             if let listen = configuration.metrics.listen {
                 let listener = MetricsListener(address: listen, exposition: { try await controlService.exposition().text }, logger: logger)

@@ -68,9 +68,15 @@ final class HealthMonitor: Sendable {
 
     /// The verdict now. A measure the store cannot give is a critical check of its own: a store
     /// that cannot be read is no healthy delivery.
-    func report(_ snapshot: BusSnapshot, now: Date = Date()) -> Control.Health {
+    ///
+    /// - Parameter heldQueue: The queued jobs an incident holds back: parked, as those the bus
+    ///   holds are.
+    func report(_ snapshot: BusSnapshot, heldQueue: HeldQueue? = nil, now: Date = Date()) -> Control.Health {
         var problems: [Control.HealthCheck] = []
-        var measures = Measures(parked: snapshot.parkedJobs, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
+        // Every job held back, counted as status and the job gauges count it: those the bus holds
+        // (a canary under way included), and the queue an incident holds back.
+        let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
+        var measures = Measures(parked: parked, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         do {
             // The oldest job queued, or the oldest file left in the outbox for room, if older.
             let backlog = try store.backlog()

@@ -21,6 +21,8 @@ final class StateGauges: Sendable {
         var snapshot: BusSnapshot
         var health: Control.Health
         var pending: [String: JobCounts]
+        /// The queued jobs an incident holds back: parked, not queued.
+        var heldQueue: HeldQueue? = nil
         var backlog: JobStore.Backlog
         var unreadableFiles: Int
         var services: [String]
@@ -35,14 +37,16 @@ final class StateGauges: Sendable {
         Gauge(label: "errorbus_sync_unreadable_files").record(state.unreadableFiles)
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
 
-        // Every job the host keeps, once: the store's in-flight jobs the bus holds are parked.
+        // Every job the host keeps, once: the store's in-flight jobs the bus holds are parked, and
+        // so are the queued ones an incident holds back.
         for service in state.services {
             let counts = state.pending[service] ?? JobCounts()
             let held = snapshot.heldByService[service] ?? 0
+            let heldQueued = state.heldQueue.map { $0.service == service ? min($0.jobs, counts[.queued]) : 0 } ?? 0
             let states: [(String, Int)] = [
-                ("queued", counts[.queued]),
+                ("queued", counts[.queued] - heldQueued),
                 ("in_flight", max(0, counts[.inFlight] - held)),
-                ("parked", held),
+                ("parked", held + heldQueued),
                 ("dead_lettered", counts[.deadLettered]),
             ]
             for (name, count) in states {

@@ -21,6 +21,8 @@ struct Readiness: Service {
     let controlSocket: ControlSocketReadiness
     /// The health verdict the status line starts with.
     let health: HealthMonitor
+    /// The queued jobs an incident holds back (sync's), told as parked.
+    let heldQueue: @Sendable () async -> HeldQueue?
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
@@ -45,7 +47,8 @@ struct Readiness: Service {
 
     private func statusLine() async -> String {
         let snapshot = await bus.snapshot()
-        return StatusLine.render(snapshot, health: health.report(snapshot))
+        let heldQueue = await heldQueue()
+        return StatusLine.render(snapshot, health: health.report(snapshot, heldQueue: heldQueue), heldQueue: heldQueue)
     }
 
     private func keepStatusCurrent(from first: String) async {

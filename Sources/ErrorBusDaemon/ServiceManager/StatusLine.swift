@@ -10,8 +10,10 @@ import Glibc
 /// is held back and why, e.g. `WARNING: 1,212 parked (warning from 1000); sync: 1212 parked,
 /// 10.0.0.5 unreachable since 10:42, next probe in 8s`.
 enum StatusLine {
-    static func render(_ snapshot: BusSnapshot, health: Control.Health) -> String {
-        render(health, then: render(snapshot))
+    /// - Parameter heldQueue: The queued jobs an incident holds back, told with that
+    ///   incident's parked ones.
+    static func render(_ snapshot: BusSnapshot, health: Control.Health, heldQueue: HeldQueue? = nil) -> String {
+        render(health, then: render(snapshot, heldQueue: heldQueue))
     }
 
     /// The verdict, what is wrong, then `incidents`.
@@ -20,14 +22,18 @@ enum StatusLine {
         return "\(health.status.rawValue.uppercased()): \(health.summary); \(incidents)"
     }
 
-    static func render(_ snapshot: BusSnapshot) -> String {
+    static func render(_ snapshot: BusSnapshot, heldQueue: HeldQueue? = nil) -> String {
         // Sent from the moment the services run; the bus's own loop may start a moment later.
         guard !snapshot.incidents.isEmpty else { return "running, no open incident" }
-        return snapshot.incidents.map(render).joined(separator: "; ")
+        return snapshot.incidents.map { incident in
+            render(incident, alsoHolding: heldQueue.flatMap { $0.incident == incident.id ? $0.jobs : nil } ?? 0)
+        }
+        .joined(separator: "; ")
     }
 
-    static func render(_ incident: IncidentSnapshot) -> String {
-        var parts = ["\(incident.service): \(incident.parked) parked"]
+    /// - Parameter queued: The queued jobs it holds back besides those parked under it.
+    static func render(_ incident: IncidentSnapshot, alsoHolding queued: Int = 0) -> String {
+        var parts = ["\(incident.service): \(incident.parked + queued) parked"]
         parts.append("\(incident.fingerprint.scope) \(condition(incident.category.kind)) since \(clockTime(ago: incident.age))")
         if incident.state == .needsOperator {
             parts.append("needs an operator")

@@ -3,9 +3,14 @@ import ErrorBus
 import ErrorBusStore
 
 /// The dispatcher's state in one value: the jobs claimed from the store and not started yet, the
-/// first runs under way, the claim under way, the pause while the bus's parking is full, and the
-/// outcomes the store could not record yet. Its transitions are pure; ``SyncService`` does what
-/// they call for.
+/// first runs under way, the claim under way, whether an incident holds the queue back, the
+/// pause while the bus's parking is full, and the outcomes the store could not record yet. Its
+/// transitions are pure; ``SyncService`` does what they call for.
+///
+/// While an incident holds the service's jobs back, the bus parks what is handed to it, up to
+/// ``parkedInMemory`` jobs; beyond that the store is the queue: nothing more is claimed or
+/// started, and the jobs claimed go back to it. Memory follows that bound and the concurrency,
+/// not the backlog.
 struct DispatchState {
     /// Where the claim of queued jobs stands.
     enum Claim: Equatable {
@@ -18,11 +23,16 @@ struct DispatchState {
 
     /// At most this many first runs at once (`sync.concurrency`).
     var concurrency: Int
+    /// At most this many jobs with the bus while an incident holds them back
+    /// (`sync.parked-in-memory`).
+    var parkedInMemory: Int
     /// Jobs claimed from the store, next to start.
     private(set) var pending = Deque<OutboxJob>()
     /// First runs under way in the service's own tasks (the bus runs released jobs).
     private(set) var running = 0
     private(set) var claim = Claim.idle
+    /// An incident holds the service's jobs back: none is claimed or started.
+    private(set) var isHeldBack = false
     /// While the bus's parking is full, no job starts before this instant.
     private(set) var pausedUntil: TimelineInstant?
     /// Whether a wake-up at ``pausedUntil`` has been asked for.
@@ -40,14 +50,21 @@ struct DispatchState {
     /// come back: parked, waiting for the retry budget, or being run again by the bus.
     private(set) var withTheBus = 0
 
-    init(concurrency: Int) {
+    init(concurrency: Int, parkedInMemory: Int = DaemonConfiguration.Sync().parkedInMemory) {
         self.concurrency = concurrency
+        self.parkedInMemory = parkedInMemory
+    }
+
+    /// Whether the bus may be handed another job: always, unless an incident holds the jobs back
+    /// and the bus holds as many as it may (those starting count: the bus parks them).
+    private var mayHandToBus: Bool {
+        !isHeldBack || withTheBus + running < parkedInMemory
     }
 
     /// The next claimed job to start, if a slot is free and nothing holds new work back; it
     /// counts as running and held from here on.
     mutating func start(at now: TimelineInstant) -> OutboxJob? {
-        guard running < concurrency else { return nil }
+        guard running < concurrency, mayHandToBus else { return nil }
         if let until = pausedUntil {
             guard now >= until else { return nil }
             pausedUntil = nil
@@ -62,7 +79,7 @@ struct DispatchState {
     /// ones are at hand when a slot frees. One claim at a time; a wake-up during a claim asks for
     /// another once it ends.
     mutating func startsClaim() -> Bool {
-        guard pending.count < 2 * concurrency, pausedUntil == nil else { return false }
+        guard pending.count < 2 * concurrency, pausedUntil == nil, mayHandToBus else { return false }
         switch claim {
         case .idle:
             claim = .claiming
@@ -71,6 +88,16 @@ struct DispatchState {
             claim = .claimingAgain
             return false
         }
+    }
+
+    /// An incident holds the service's jobs back (`true`), or no longer does. Returns the claimed
+    /// jobs to give back to the store's queue, where they wait with the rest, once the bus holds
+    /// as many as it may.
+    mutating func heldBack(_ held: Bool) -> [OutboxJob] {
+        isHeldBack = held
+        guard !mayHandToBus, !pending.isEmpty else { return [] }
+        defer { pending.removeAll() }
+        return Array(pending)
     }
 
     /// Takes the oldest claimed job that has not started, to set it aside (the backlog's

@@ -21,13 +21,18 @@ import Synchronization
 /// that fails is parked by the bus (without a waiting task) and released when its incident's
 /// cause is gone, and records what became of each job, removing the file once it is delivered.
 /// It has no retry, back-off or login logic of its own: it only bounds how many uploads it starts
-/// at once.
+/// at once, and starts none while an incident holds its jobs back (``ErrorBus/holdsBack(_:)``):
+/// then the store is the queue, and the bus holds only the runs that met the incident, however
+/// long the outage and however many files wait.
 actor SyncService: Service {
     /// What the service needs to know, from the daemon's configuration.
     struct Settings: Sendable, Equatable {
         var outbox: String
         var afterDelivery: AfterDelivery
         var concurrency: Int
+        /// `sync.parked-in-memory`: how many jobs the bus may hold while an incident holds
+        /// uploads back; the others wait in the store.
+        var parkedInMemory = DaemonConfiguration.Sync().parkedInMemory
         var maxFileSize: Int64
         var rescanInterval: Duration
         var settleTime: Duration
@@ -155,7 +160,7 @@ actor SyncService: Service {
         self.removal = removal
         self.makeUploader = makeUploader
         self.uploader = makeUploader(settings)
-        self.state = DispatchState(concurrency: settings.concurrency)
+        self.state = DispatchState(concurrency: settings.concurrency, parkedInMemory: settings.parkedInMemory)
         self.maxAge = AgeLimit(settings.maxAge)
         self.wakeups = wakeups
         self.wake = wake
@@ -190,6 +195,7 @@ actor SyncService: Service {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.ingest.run() }
             group.addTask { await self.dispatch() }
+            group.addTask { await self.wakeWhenReleased() }
         }
         heldByBusAtStop = state.withTheBus
         do {
@@ -226,6 +232,7 @@ actor SyncService: Service {
         settings.outbox = self.settings.outbox
         self.settings = settings
         state.concurrency = settings.concurrency
+        state.parkedInMemory = settings.parkedInMemory
         maxAge.limit = settings.maxAge
         removal.afterDelivery = settings.afterDelivery
         uploader = makeUploader(settings)
@@ -236,6 +243,35 @@ actor SyncService: Service {
     /// Looks at the queue again now: an operator queued dead letters again.
     func wakeUp() {
         wake.yield()
+    }
+
+    /// The shape of every job this service submits, for asking the bus whether it holds them
+    /// back: they share the service, scope and realm.
+    private var anyJob: Job {
+        Job(id: "", service: Self.service, scope: settings.scope, realm: settings.realm)
+    }
+
+    /// Whether an open incident holds this service's jobs back: then those queued wait in the
+    /// store, behind it, as those parked wait in the bus. The bus's to tell.
+    var isHeldBack: Bool {
+        bus.holdsBack(anyJob)
+    }
+
+    /// The queued jobs an incident holds back, and which incident; `nil` when none does. The
+    /// bus tells whether one does and which, the store how many wait.
+    func heldQueue() async -> HeldQueue? {
+        guard isHeldBack else { return nil }
+        let queued = (try? store.counts(service: Self.service).queued) ?? 0
+        return HeldQueue(service: Self.service, incident: await bus.holdingIncident(of: anyJob), jobs: queued)
+    }
+
+    /// Wakes the dispatcher when an incident's cause is gone or it ends: the jobs it held back
+    /// may go. (A rescan wakes it too, should an event be missed.)
+    private nonisolated func wakeWhenReleased() async {
+        let subscription = await bus.subscribe()
+        for await event in subscription.cancelOnGracefulShutdown() where event.kind == .releaseStarted || event.kind == .incidentResolved {
+            wake.yield()
+        }
     }
 
     /// The outbox files errorbusd cannot read, oldest first.
@@ -273,6 +309,8 @@ actor SyncService: Service {
                     // Deliveries make room: the overflow may be over.
                     overflow.endIfUnder(backlog, settings.backlog)
                 }
+                let claimed = state.heldBack(isHeldBack)
+                if !claimed.isEmpty { await unclaim(claimed) }
                 while let job = state.start(at: clock.now()) {
                     let (upload, uploader) = (OutboxFile(job), uploader)
                     let busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
@@ -290,6 +328,17 @@ actor SyncService: Service {
                     uploads.addTask { await self.claim() }
                 }
             }
+        }
+    }
+
+    /// Gives jobs claimed before their scope was held back to the store's queue: they wait there
+    /// with the rest. If the store cannot take them, they stay in flight in it until the next
+    /// start queues them again; nothing is lost.
+    private func unclaim(_ jobs: [OutboxJob]) async {
+        do {
+            try store.unclaim(jobs.map(\.id))
+        } catch {
+            await storeFailures.report(error, doing: "give \(jobs.count) claimed jobs back to the queue")
         }
     }
 
@@ -596,6 +645,15 @@ extension SyncService {
         prunedUntold = (0, 0)
         lastPruneTold = now
     }
+}
+
+/// A service's queued jobs that an incident holds back: they wait in the store, behind it, as
+/// the jobs parked under it wait in the bus. To an operator they are parked too.
+struct HeldQueue: Sendable, Equatable {
+    var service: String
+    /// The oldest open incident holding them; `nil` when the bus's stop holds them.
+    var incident: IncidentID?
+    var jobs: Int
 }
 
 /// `sync.max-age`, shared by every job's run closure.

@@ -1,4 +1,5 @@
 import ErrorBusControl
+import ErrorBusStore
 import Foundation
 import Glibc
 import Logging
@@ -160,6 +161,53 @@ struct ControlIntegrationTests {
             #expect(history.incidents.first?.closedAt != nil)
             let delivered = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .delivered)) }
             #expect(delivered.total == 5)
+        }
+    }
+
+    /// A long outage's queue stays in the store, not in memory (`sync.parked-in-memory`), and is
+    /// told as what it is to an operator: parked behind the incident, each job acted on alone.
+    @Test func aQueueHeldBackWaitsInTheStoreAndIsToldAndActedOnAsParked() async throws {
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_PARKED_IN_MEMORY": "3", "ERRORBUSD_SYNC_CONCURRENCY": "2"]) { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"items","mode":"status","status":429,"retryAfter":60}"#)
+            for number in 0..<30 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
+            try await daemon.waitForLog("incident 1 opened")
+            var status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            while status.services.first?.parked != 30 {
+                try await Task.sleep(for: .milliseconds(20))
+                status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
+            }
+            // At most three wait in the bus's memory (the two uploads started before the incident
+            // opened, then as many as parked-in-memory); the store holds the rest, queued.
+            let store = try Daemon.store(of: daemon)
+            let (inMemory, inTheStore) = (try store.count(.inFlight), try store.count(.queued))
+            #expect((1...3).contains(inMemory) && inMemory + inTheStore == 30, "\(inMemory) in flight, \(inTheStore) queued")
+            // To an operator, all thirty are parked behind incident 1.
+            let sync = try #require(status.services.first { $0.name == "sync" })
+            #expect(sync.queued == 0 && sync.inFlight == 0 && sync.state == .held && sync.incidents == [1])
+            #expect(status.statusLine.contains("sync: 30 parked"), "\(status.statusLine)")
+            #expect(status.health.checks.first { $0.name == "parked" }?.value == 30)
+            let parked = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "jobs", "--state", "parked", "--limit", "1000", "--json"))
+            #expect(parked.total == 30 && parked.jobs.count == 30)
+            #expect(parked.jobs.allSatisfy { $0.state == .parked && $0.incident == 1 })
+            #expect(Set(parked.jobs.map(\.id)).count == 30)
+            let queued = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "jobs", "--state", "queued", "--json"))
+            #expect(queued.total == 0)
+
+            // One waiting in the store is discarded, alone.
+            let waiting = try store.jobs(.queued)
+            let discarded = try #require(waiting.first)
+            let discard = try await Self.ctl(daemon, "discard", "--job", String(discarded.id.prefix(12)))
+            #expect(discard.status == 0, "\(discard.standardError)")
+            #expect(try store.jobs(.discarded).map(\.id) == [discarded.id])
+
+            // The API is back; an operator's retry of another one hurries its incident along.
+            try await sandbox.clearFaults()
+            let retry = try Self.json(Control.Count.self, try await Self.ctl(daemon, "retry", "--job", String(waiting[1].id.prefix(12)), "--json"))
+            #expect(retry.count == 1)
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0 == [discarded.fileName] }
+            #expect(try await sandbox.items().count == 29)
+            #expect(try store.count(.delivered) == 29)
         }
     }
 

@@ -52,6 +52,36 @@ struct DispatchStateTests {
         #expect(state.claimLimit == 8)
     }
 
+    @Test func whileHeldBackTheBusTakesUpToItsShareAndTheRestGoBackToTheStore() {
+        var state = DispatchState(concurrency: 2, parkedInMemory: 3)
+        _ = state.claimed(Self.jobs(6))
+        // Held back: jobs still go to the bus (which parks them) until it holds three.
+        #expect(state.heldBack(true).isEmpty)
+        var started: [String] = []
+        while let job = state.start(at: Self.at(0)) {
+            started.append(job.id)
+            state.firstRunEnded()
+            state.handedToBus()
+        }
+        #expect(started == ["job-0", "job-1", "job-2"])
+        #expect(state.withTheBus == 3)
+        // The rest go back to the store's queue, and nothing more is claimed.
+        #expect(state.heldBack(true).map(\.id) == ["job-3", "job-4", "job-5"])
+        #expect(state.pending.isEmpty)
+        let claimsWhileHeld = state.startsClaim()
+        #expect(!claimsWhileHeld)
+        // A starting job counts as one the bus is about to hold.
+        state.backFromBus()
+        _ = state.claimed(Self.jobs(1))
+        #expect(state.heldBack(true).isEmpty)
+        #expect(state.start(at: Self.at(0))?.id == "job-0")
+        #expect(state.start(at: Self.at(0)) == nil)
+        // The incident ends: claims and starts go on.
+        #expect(state.heldBack(false).isEmpty)
+        let claims = state.startsClaim()
+        #expect(claims)
+    }
+
     @Test func aFullParkingPausesStartsAndClaimsUntilItsInstantAndAsksOnceToBeWoken() {
         var state = DispatchState(concurrency: 2)
         _ = state.claimed(Self.jobs(2))

@@ -90,6 +90,28 @@ struct SyncServiceTests {
 }
 
 extension SyncServiceTests {
+    @Test func whileAnIncidentHoldsUploadsBackTheStoreIsTheQueueAndItsEndReleasesAll() async throws {
+        let uploader = FakeUploader()
+        try await SyncHarness.with(parkedInMemory: 2, uploader: uploader) { harness in
+            // An operator pauses sync: an incident holds its jobs back.
+            let pause = await harness.bus.pause(SyncService.service)
+            for number in 0..<10 { try harness.drop("item-\(number).bin") }
+            // The bus parks two; the other eight wait in the store, queued, not in memory.
+            while await harness.sync.heldQueue()?.jobs != 8 { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(await harness.bus.heldJobs(service: SyncService.service).count == 2)
+            #expect(try harness.store.counts() == JobCounts([.queued: 8, .inFlight: 2]))
+            #expect(await harness.sync.heldQueue() == HeldQueue(service: SyncService.service, incident: pause, jobs: 8))
+            #expect(uploader.uploads.isEmpty)
+
+            // Its end wakes the dispatcher: every file goes, the two parked and the eight queued.
+            #expect(await harness.bus.resume(SyncService.service) == 1)
+            _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
+            #expect(Set(uploader.uploads.map(\.fileName)) == Set((0..<10).map { "item-\($0).bin" }))
+            #expect(try harness.store.counts().delivered == 10)
+            #expect(await harness.sync.heldQueue() == nil)
+        }
+    }
+
     @Test func aRestartTakesTheStoresWordForTheFilesItQueuedWithoutReadingThem() async throws {
         let uploader = FakeUploader()
         try await SyncHarness.with(uploader: uploader, before: { outbox in
@@ -117,6 +139,7 @@ struct SyncHarness {
     let root: String
     let outbox: String
     let store: JobStore
+    let bus: ErrorBus
     let sync: SyncService
     /// The sync service's clock.
     let clock: ManualClock
@@ -136,6 +159,7 @@ struct SyncHarness {
 
     static func with(
         concurrency: Int = 4,
+        parkedInMemory: Int = 1_000,
         maxParkedJobs: Int = 100_000,
         settleTime: Duration = .zero,
         uploader: FakeUploader,
@@ -155,6 +179,8 @@ struct SyncHarness {
             // The dispatcher's own bound is what these tests look at: the bus lets every upload
             // it starts run at once.
             configuration.concurrency = .fixed(max(concurrency, 1))
+            // Released jobs go at once, without a wait on that clock.
+            configuration.release.spread = .zero
             // The bus's policies wait on a clock of their own, which these tests never move.
             let bus = ErrorBus(configuration: configuration, clock: ManualClock(), logger: logger)
             let clock = ManualClock()
@@ -162,6 +188,7 @@ struct SyncHarness {
                 outbox: outbox,
                 afterDelivery: .delete,
                 concurrency: concurrency,
+                parkedInMemory: parkedInMemory,
                 maxFileSize: 1 << 20,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
@@ -174,7 +201,7 @@ struct SyncHarness {
                 group.addTask { await bus.run() }
                 group.addTask { try await sync.run() }
                 defer { group.cancelAll() }
-                try await body(SyncHarness(root: root, outbox: outbox, store: store, sync: sync, clock: clock))
+                try await body(SyncHarness(root: root, outbox: outbox, store: store, bus: bus, sync: sync, clock: clock))
             }
         }
     }
