@@ -13,8 +13,8 @@ extension Date {
         Int64((timeIntervalSince1970 * 1000).rounded())
     }
 
-    /// Now, at the store's precision.
-    static func storeNow() -> Date {
-        Date(storeMilliseconds: Date().storeMilliseconds)
+    /// This date at the store's precision.
+    var atStorePrecision: Date {
+        Date(storeMilliseconds: storeMilliseconds)
     }
 }

@@ -17,7 +17,7 @@ extension JobStore {
     /// their `lastError`; `attempts` is kept. Returns how many.
     @discardableResult
     package func retryDeadLetters(incident: UInt64? = nil) throws(StoreError) -> Int {
-        let now = Date.storeNow().storeMilliseconds
+        let now = storeNow().storeMilliseconds
         let count = try write("retrying dead letters") { db in
             var sql = """
                 UPDATE job SET state = 'queued', lastError = reason, reason = NULL, incident = NULL, updatedAt = ?
@@ -64,7 +64,7 @@ extension JobStore {
     /// now are, so that the service can remove or move their files.
     @discardableResult
     package func discardDeadLetters(incident: UInt64? = nil) throws(StoreError) -> [OutboxJob] {
-        let now = Date.storeNow()
+        let now = storeNow()
         let discarded = try write("discarding dead letters") { db in
             var request = OutboxJob.filter(Column("state") == JobState.deadLettered.rawValue)
             if let incident { request = request.filter(Column("incident") == incident) }
@@ -87,7 +87,7 @@ extension JobStore {
     /// Discards one dead letter and returns it as it now is; `nil` if it was not a dead letter.
     @discardableResult
     package func discardDeadLetter(_ id: String) throws(StoreError) -> OutboxJob? {
-        let now = Date.storeNow()
+        let now = storeNow()
         return try write("discarding dead letter \(id)") { db in
             guard var job = try OutboxJob.filter(Column("id") == id && Column("state") == JobState.deadLettered.rawValue).fetchOne(db) else {
                 return nil

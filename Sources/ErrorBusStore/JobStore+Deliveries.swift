@@ -61,7 +61,7 @@ extension JobStore {
     func commitDeliveries(_ db: Database) {
         let batch = deliveries.takeBatch()
         guard !batch.isEmpty else { return }
-        let now = Date.storeNow().storeMilliseconds
+        let now = storeNow().storeMilliseconds
         do {
             var changed = [Bool]()
             changed.reserveCapacity(batch.count)

@@ -19,7 +19,7 @@ extension JobStore {
     /// a restart, stays discarded.
     package func enqueue(_ new: [OutboxFile]) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
-        let now = Date.storeNow()
+        let now = storeNow()
         let milliseconds = now.storeMilliseconds
         return try await writeSuspending("saving \(new.count) new job(s)") { db in
             let insert = try db.cachedStatement(
@@ -89,7 +89,7 @@ extension JobStore {
     /// Walks the pending jobs, there being no index of paths: for the rare file written again
     /// while its job waits, not for every new file.
     package func supersede(path: String, service: String, by id: String, reason: String) throws(StoreError) -> (discarded: [OutboxJob], inFlight: [OutboxJob]) {
-        let now = Date.storeNow()
+        let now = storeNow()
         return try write("giving up the jobs replaced by \(id)") { db in
             let older = try OutboxJob.fetchAll(
                 db,
@@ -122,7 +122,7 @@ extension JobStore {
     /// transaction: they are the caller's to run, and a restart after a crash queues them again.
     package func claimQueued(limit: Int) async throws(StoreError) -> [OutboxJob] {
         guard limit > 0 else { return [] }
-        let now = Date.storeNow()
+        let now = storeNow()
         let milliseconds = now.storeMilliseconds
         return try await writeSuspending("claiming queued jobs") { db in
             // A walk of the `job_state` index in insertion order: it stops after `limit` rows,
@@ -340,7 +340,7 @@ extension JobStore {
     /// returns how many rows changed.
     func update(_ ids: [String], _ action: @autoclosure () -> String, sql: String, _ extra: StatementArguments = [:]) throws(StoreError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        let now = Date.storeNow().storeMilliseconds
+        let now = storeNow().storeMilliseconds
         return try write(action()) { db in
             let statement = try db.cachedStatement(sql: sql)
             var changed = 0
@@ -364,7 +364,7 @@ extension JobStore {
     /// that ended without stopping.
     @discardableResult
     package func requeueInterrupted() throws(StoreError) -> Int {
-        let now = Date.storeNow().storeMilliseconds
+        let now = storeNow().storeMilliseconds
         return try write("requeueing interrupted jobs") { db in
             // `parked`: the state earlier builds of errorbusd recorded for jobs the bus held.
             try db.execute(
@@ -404,7 +404,7 @@ extension JobStore {
             after = last.seq
             let missing = rows.map(\.job).filter { !fileExists($0) }
             guard !missing.isEmpty else { continue }
-            let now = Date.storeNow()
+            let now = storeNow()
             discarded += try write("reconciling jobs with the outbox") { db in
                 let statement = try db.cachedStatement(
                     sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ? AND state IN ('queued', 'inFlight', 'deadLettered')"

@@ -109,7 +109,7 @@ extension JobStore {
     /// aside for room before it was ever tried is good work that waited behind bad work, and
     /// stays until an operator retries or discards it. It still counts towards `maxCount`.
     package func pruneDeadLetters(keeping maxCount: Int, before date: Date?) throws(StoreError) -> DeadLetterPrune {
-        let now = Date.storeNow()
+        let now = storeNow()
         let prune = try write("pruning dead letters") { db in
             var prune = DeadLetterPrune()
             let discard = try db.cachedStatement(sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE seq = ?")
@@ -150,7 +150,7 @@ extension JobStore {
     /// transaction. Returns them, oldest first.
     package func dropOldestQueued(service: String = "sync", maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
         guard maxBytes != nil || maxJobs != nil else { return [] }
-        let now = Date.storeNow()
+        let now = storeNow()
         return try write("dropping the oldest queued jobs") { db in
             let totals = try Row.fetchOne(
                 db,

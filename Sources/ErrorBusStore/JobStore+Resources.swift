@@ -30,7 +30,7 @@ extension JobStore {
 
     /// Remembers the validators of the local copy of `resource`, fetched from `url`.
     package func setValidators(_ validators: ResourceValidators, forResource resource: String, url: String) throws(StoreError) {
-        let row = ResourceRow(name: resource, etag: validators.etag, lastModified: validators.lastModified, url: url, updatedAt: Date.storeNow())
+        let row = ResourceRow(name: resource, etag: validators.etag, lastModified: validators.lastModified, url: url, updatedAt: storeNow())
         try write("saving the validators of \(resource)") { db in
             try row.upsert(db)
         }

@@ -1,4 +1,5 @@
-import ErrorBusSupport
+package import ErrorBusSupport
+import Foundation
 import GRDB
 import Glibc
 package import Logging
@@ -60,6 +61,13 @@ package final class JobStore: Sendable {
     let deliveries: DeliveryBatcher
     private let lock: StoreLock
     private let isOpen = Atomic(true)
+    /// Where the dates it records come from.
+    package let clock: WallClock
+
+    /// Now, at the store's precision.
+    func storeNow() -> Date {
+        clock.now().atStorePrecision
+    }
 
     /// Opens the store in `directory` (created with mode 0700 if missing), creating or migrating
     /// the database as needed.
@@ -69,6 +77,8 @@ package final class JobStore: Sendable {
     ///   - durability: what a committed change survives; see ``StoreDurability``.
     ///   - deliveryGatherTime: how long ``markDelivered(_:)-(String)`` lets completions gather
     ///     into one transaction; zero commits each batch as soon as the writer is free.
+    ///   - clock: where the dates it records come from (``WallClock/system``; a test's moves
+    ///     with its manual clock).
     ///   - logger: where the store reports opening, migrations, repairs and closing.
     /// - Throws: ``StoreError`` — e.g. ``StoreError/isInUse`` when another process holds the
     ///   directory, ``StoreError/isCorrupt`` when the file is not a usable database.
@@ -76,8 +86,10 @@ package final class JobStore: Sendable {
         directory: String,
         durability: StoreDurability = .processCrash,
         deliveryGatherTime: Duration = JobStore.defaultDeliveryGatherTime,
+        clock: WallClock = .system,
         logger: Logger
     ) throws(StoreError) {
+        self.clock = clock
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         let path = directory + "/" + Self.databaseFileName
         let action = "opening the job store"

@@ -23,12 +23,14 @@ final class BacklogOverflow: Sendable {
     /// left out: their arrival.
     private let leftOut = Mutex<[String: Date]>([:])
     private let logger: Logger
+    private let clock: WallClock
     /// Files beyond the backlog's limits (swift-metrics), by policy.
     private let rejected = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "reject_new")])
     private let dropped = Counter(label: "errorbus_sync_overflow_files_total", dimensions: [("policy", "drop_oldest")])
 
-    init(logger: Logger) {
+    init(logger: Logger, clock: WallClock = .system) {
         self.logger = logger
+        self.clock = clock
     }
 
     /// `files` more were rejected or dropped under `limits`.
@@ -40,7 +42,7 @@ final class BacklogOverflow: Sendable {
                 episode?.files += files
                 return false
             }
-            episode = Episode(policy: limits.overflow, since: Date(), files: files)
+            episode = Episode(policy: limits.overflow, since: clock.now(), files: files)
             return true
         }
         guard started else { return }
@@ -57,8 +59,9 @@ final class BacklogOverflow: Sendable {
     // MARK: Files left in the outbox
 
     /// Notes `names` left in the outbox; returns those not left out before.
-    func leaveOut(_ names: [String], at now: Date = Date()) -> [String] {
-        leftOut.withLock { leftOut in
+    func leaveOut(_ names: [String], at now: Date? = nil) -> [String] {
+        let now = now ?? clock.now()
+        return leftOut.withLock { leftOut in
             names.filter { name in
                 guard leftOut[name] == nil else { return false }
                 leftOut[name] = now
@@ -105,7 +108,7 @@ final class BacklogOverflow: Sendable {
         }) else { return }
         let how = ended.policy == .rejectNew ? "left in the outbox for a while, none waits now" : "set aside as dead letters"
         logger.notice(
-            "The backlog is under its limits again: \(ended.files) file\(ended.files == 1 ? " was" : "s were") \(how), during an overflow of \(DurationText.format(.seconds(Date().timeIntervalSince(ended.since))))"
+            "The backlog is under its limits again: \(ended.files) file\(ended.files == 1 ? " was" : "s were") \(how), during an overflow of \(DurationText.format(.seconds(clock.now().timeIntervalSince(ended.since))))"
         )
     }
 

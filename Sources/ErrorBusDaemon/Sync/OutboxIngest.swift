@@ -34,6 +34,7 @@ actor OutboxIngest {
     private let store: JobStore
     private let bus: ErrorBus
     private let clock: Timeline
+    private let wallClock: WallClock
     private let logger: Logger
     private let seen: SeenFiles
     private let duplicates: DuplicateFiles
@@ -55,6 +56,7 @@ actor OutboxIngest {
         store: JobStore,
         bus: ErrorBus,
         clock: Timeline,
+        wallClock: WallClock = .system,
         seen: SeenFiles,
         duplicates: DuplicateFiles,
         replaced: ReplacedJobs,
@@ -68,6 +70,7 @@ actor OutboxIngest {
         self.store = store
         self.bus = bus
         self.clock = clock
+        self.wallClock = wallClock
         self.seen = seen
         self.duplicates = duplicates
         self.replaced = replaced
@@ -325,23 +328,6 @@ actor OutboxIngest {
 
     // MARK: - The backlog's limits
 
-    /// What the backlog has left under its limits.
-    struct Room {
-        var files: Int
-        var bytes: Int64
-
-        /// Whether no file fits.
-        var isFull: Bool { files <= 0 || bytes <= 0 }
-
-        /// Takes room for a file of `size` bytes; false if it does not fit.
-        mutating func take(_ size: Int64) -> Bool {
-            guard files >= 1, bytes >= size else { return false }
-            files -= 1
-            bytes -= size
-            return true
-        }
-    }
-
     /// What the store knows of the files `names` as jobs that may still be in the outbox; none
     /// when the store cannot tell (reported): then they are read again, and the store finds the
     /// jobs it has.
@@ -355,11 +341,9 @@ actor OutboxIngest {
     }
 
     /// The room left in the backlog; `nil` when the store cannot tell (reported).
-    private func room() async -> Room? {
+    private func room() async -> BacklogRoom? {
         do {
-            let backlog = try store.backlog(service: SyncService.service)
-            let limits = settings.backlog
-            return Room(files: (limits.maxFiles ?? .max) - backlog.jobs, bytes: (limits.maxBytes ?? .max) - backlog.bytes)
+            return BacklogRoom(try store.backlog(service: SyncService.service), settings.backlog)
         } catch {
             await storeFailures.report(error, doing: "read the backlog")
             return nil
@@ -391,7 +375,7 @@ actor OutboxIngest {
         unreadable[name] = UnreadableFile(
             name: name,
             reason: reason,
-            since: unreadable[name]?.since ?? Date(),
+            since: unreadable[name]?.since ?? wallClock.now(),
             announced: announced || unreadable[name]?.announced == true
         )
     }

@@ -67,21 +67,18 @@ actor SyncService: Service {
 
     /// While the bus's parking is full, new jobs wait this long before the next try.
     static let parkingFullPause = Duration.seconds(1)
-    /// How often delivered jobs beyond `sync.delivered-retention` are forgotten, at most: a walk
-    /// of every delivered job, too much for each minute.
-    static let deliveredPruneInterval = Duration.seconds(3_600)
-    /// How often dead letters beyond their retention are pruned, at most.
-    static let pruneInterval = Duration.seconds(60)
 
-    private var settings: Settings
-    private let store: JobStore
-    private let bus: ErrorBus
-    private let clock: Timeline
-    private let logger: Logger
+    private(set) var settings: Settings
+    let store: JobStore
+    let bus: ErrorBus
+    let clock: Timeline
+    /// The date, on the same clock: the ages and cut-offs sync measures.
+    let wallClock: WallClock
+    let logger: Logger
     private let ingest: OutboxIngest
-    private let storeFailures: StoreFailures
+    let storeFailures: StoreFailures
     private let duplicates: DuplicateFiles
-    private let removal: DeliveredFileRemoval
+    let removal: DeliveredFileRemoval
     /// Jobs whose file was written again with other content while they were under way or held.
     private nonisolated let replaced: ReplacedJobs
     /// Files delivered (swift-metrics).
@@ -101,22 +98,14 @@ actor SyncService: Service {
     let deadLetterWindow = DeadLetterWindow()
     /// When a file was last delivered, for the health check.
     let progress = DeliveryProgress()
-    /// Dead letters given up by the retention and not told yet: the journal hears of them at
-    /// most once a minute, not once per dead letter of a burst.
-    private var prunedUntold = (overCount: 0, tooOld: 0)
-    private var lastPruneTold: TimelineInstant?
-    /// A dead letter went over `sync.dead-letters.max-count`: prune before the next periodic pass.
-    private var pruneSoon = false
-    /// When the retention is applied next, at the first wake-up from then on.
-    private var nextPrune: TimelineInstant?
-    /// When delivered jobs are forgotten next.
-    private var nextDeliveredPrune: TimelineInstant?
+    /// When the retention is applied next, and what of it the journal has yet to hear.
+    var retention = RetentionSchedule()
     /// `sync.max-age`, read by every attempt, parked ones included, so a reload applies to them.
     private let maxAge: AgeLimit
     /// Makes the uploader for the current settings; one uploader is shared by every job.
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
-    private var state: DispatchState
+    var state: DispatchState
     /// The jobs the bus still had when this service stopped (parked, waiting for the retry
     /// budget, or being run again by it): the daemon tells them apart from first uploads its
     /// drain timeout cut off.
@@ -141,12 +130,13 @@ actor SyncService: Service {
         makeUploader: @escaping @Sendable (Settings) -> any Uploading
     ) {
         let timeline = Timeline(clock)
+        let wallClock = WallClock(clock)
         let seen = SeenFiles()
         let duplicates = DuplicateFiles()
         let replaced = ReplacedJobs()
         let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let overflow = BacklogOverflow(logger: logger)
+        let overflow = BacklogOverflow(logger: logger, clock: wallClock)
         let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: settings.minFreeSpace)
         self.storeFailures = storeFailures
         self.overflow = overflow
@@ -154,6 +144,7 @@ actor SyncService: Service {
         self.store = store
         self.bus = bus
         self.clock = timeline
+        self.wallClock = wallClock
         self.logger = logger
         self.duplicates = duplicates
         self.replaced = replaced
@@ -169,6 +160,7 @@ actor SyncService: Service {
             store: store,
             bus: bus,
             clock: timeline,
+            wallClock: wallClock,
             seen: seen,
             duplicates: duplicates,
             replaced: replaced,
@@ -291,18 +283,9 @@ actor SyncService: Service {
         await withDiscardingTaskGroup { uploads in
             for await _ in wakeups.cancelOnGracefulShutdown() {
                 await recordUnrecorded()
-                // The retention: at start, at the first wake-up a minute after the last pass (a
-                // rescan wakes the dispatcher every sync.rescan-interval), and at once when a dead
-                // letter goes over the count.
-                if pruneSoon || nextPrune.map({ clock.now() >= $0 }) ?? true {
-                    pruneSoon = false
-                    nextPrune = clock.now().advanced(by: Self.pruneInterval)
-                    await pruneDeadLetters()
-                }
-                if nextDeliveredPrune.map({ clock.now() >= $0 }) ?? true {
-                    nextDeliveredPrune = clock.now().advanced(by: Self.deliveredPruneInterval)
-                    await forgetDelivered()
-                }
+                let due = retention.due(at: clock.now())
+                if due.deadLetters { await pruneDeadLetters() }
+                if due.delivered { await forgetDelivered() }
                 if settings.backlog.dropsOldest {
                     await makeRoom()
                 } else if overflow.isOngoing, let backlog = try? store.backlog(service: Self.service) {
@@ -359,7 +342,7 @@ actor SyncService: Service {
     /// bus holds the job parked: an `OutboxFile`, its history and a few references, not the whole
     /// stored job.
     private nonisolated func submit(_ job: OutboxFile, as busJob: Job, history: JobHistory, with uploader: any Uploading) async {
-        let (maxAge, replaced) = (self.maxAge, self.replaced)
+        let (maxAge, replaced, wallClock) = (self.maxAge, self.replaced, self.wallClock)
         let submission = await bus.submit(busJob) {
             if let failure = replaced.take(job.id) {
                 // Its file holds other content now, a job of its own: nothing to send.
@@ -367,7 +350,7 @@ actor SyncService: Service {
             }
             history.runs.add(1, ordering: .relaxed)
             if let limit = maxAge.limit {
-                let age = Duration.seconds(Date().timeIntervalSince(history.queuedAt))
+                let age = Duration.seconds(wallClock.now().timeIntervalSince(history.queuedAt))
                 if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
             }
             try await uploader.upload(job)
@@ -442,7 +425,7 @@ actor SyncService: Service {
         do {
             _ = try await store.markDelivered(job.id)
             deliveries.increment()
-            progress.record()
+            progress.record(at: wallClock.now())
         } catch {
             // The API has it; the file stays until the store has it too (or, after a restart,
             // a second upload is absorbed by its idempotency key).
@@ -459,7 +442,7 @@ actor SyncService: Service {
     /// Records the delivery's attempts and delay, once per delivered job.
     private func delivered(_ history: JobHistory) {
         deliveryAttempts.record(history.attempts + history.runs.load(ordering: .relaxed))
-        deliveryDelay.recordSeconds(max(0, Date().timeIntervalSince(history.queuedAt)))
+        deliveryDelay.recordSeconds(max(0, wallClock.now().timeIntervalSince(history.queuedAt)))
     }
 
     private func ended(_ job: OutboxFile, _ stopped: JobStopped, runs: Int) async -> Bool {
@@ -473,7 +456,7 @@ actor SyncService: Service {
                 if stopped.failure?.cause == JobTooOld.cause { expired.increment() }
                 setAside([job.fileName], reason)
                 if try store.counts(service: Self.service).deadLettered > settings.deadLetters.maxCount {
-                    pruneSoon = true
+                    retention.wentOverCount()
                     wake.yield()
                 }
             case .discarded, .cancelledByOperator:
@@ -497,254 +480,5 @@ actor SyncService: Service {
             return false
         }
         return true
-    }
-}
-
-extension SyncService {
-    // MARK: - The backlog's limits
-
-    /// Makes room in an overfull backlog (`sync.backlog.overflow: drop-oldest`): sets aside as
-    /// dead letters the jobs the bus holds for a failure of their own (a file the API keeps
-    /// refusing), then the oldest others it holds (parked behind an incident, or waiting for the
-    /// retry budget), then the oldest queued, until the backlog is within its limits. Uploads
-    /// under way are left to finish. Bad work goes before good work that merely waits behind it.
-    private func makeRoom() async {
-        let limits = settings.backlog
-        let backlog: JobStore.Backlog
-        do {
-            backlog = try store.backlog(service: Self.service)
-        } catch {
-            await storeFailures.report(error, doing: "read the backlog")
-            return
-        }
-        var (files, bytes) = (backlog.jobs, backlog.bytes)
-        func over() -> Bool { files > (limits.maxFiles ?? .max) || bytes > (limits.maxBytes ?? .max) }
-        guard over() else {
-            overflow.endIfUnder(backlog, limits)
-            return
-        }
-        let text = OperatorText(
-            title: "Dropped to make room",
-            message: "the backlog was over \(BacklogOverflow.describe(limits)), and newer files go first (sync.backlog.overflow: drop-oldest)."
-        )
-        // As ``ended(_:_:)`` words a dead letter's reason.
-        let reason = "\(text.title): \(text.message)"
-        var dropped = 0
-        // The bus holds the oldest: they were submitted first. Those held for a failure of their
-        // own first, then in the bus's order, a page at a time.
-        let heldJobs = await bus.heldJobs(service: Self.service)
-        let held = (heldJobs.filter(\.hasFailed) + heldJobs.filter { !$0.hasFailed }).map(\.job.id)
-        var start = 0
-        while over(), start < held.count {
-            let page = Array(held[start..<min(start + 256, held.count)])
-            start += page.count
-            let jobs = (try? store.jobs(ids: page)) ?? []
-            for job in jobs where over() {
-                let failure = Failure(
-                    category: .invalid(reason: "over the backlog's limit"),
-                    scope: settings.scope,
-                    cause: "backlogFull",
-                    service: Self.service,
-                    text: text
-                )
-                // Its completion records it as a dead letter, as a rejected job's does.
-                guard (try? await bus.deadLetter(job: job.id, service: Self.service, failure: failure)) != nil else {
-                    continue  // released or finished meanwhile
-                }
-                files -= 1
-                bytes -= job.size
-                dropped += 1
-            }
-        }
-        // Then those claimed for the dispatcher and not started yet, oldest first.
-        while over(), let job = state.dropPending() {
-            do {
-                try store.markDeadLettered(job.id, reason: reason, incident: nil, attempts: 0)
-                files -= 1
-                bytes -= job.size
-                dropped += 1
-                setAside([job.fileName], reason)
-            } catch {
-                await storeFailures.report(error, doing: "set aside \(job.fileName) for room")
-                break
-            }
-        }
-        if over() {
-            do {
-                let queued = try store.dropOldestQueued(service: Self.service, maxBytes: limits.maxBytes, maxJobs: limits.maxFiles, reason: reason)
-                dropped += queued.count
-                setAside(queued.map(\.fileName), reason)
-            } catch {
-                await storeFailures.report(error, doing: "drop the oldest queued files")
-            }
-        }
-        overflow.record(dropped, limits)
-        // More dead letters: the retention may have some to give up.
-        if dropped > 0 { pruneSoon = true }
-        // Dead letters as any other, whose cause is no incident but the backlog's limit.
-        Counter(label: "errorbus_jobs_dead_lettered_total", dimensions: [("service", Self.service), ("category", "overflow")]).increment(by: dropped)
-    }
-
-    /// What every dead letter sync records is told: the journal's line per file (info: the
-    /// incident's entries tell the story) and the health check's hour.
-    private func setAside(_ fileNames: [String], _ reason: String) {
-        deadLetterWindow.record(fileNames.count)
-        for fileName in fileNames { logger.info("\(fileName) set aside as a dead letter: \(reason)") }
-    }
-
-    // MARK: - Retention
-
-    /// Forgets the delivered jobs beyond `sync.delivered-retention`. Discarded ones stay: their
-    /// files are still in the outbox, and the row is what keeps them from being sent.
-    func forgetDelivered() async {
-        guard let retention = settings.deliveredRetention else { return }
-        do {
-            let forgotten = try store.pruneFinished(before: Date().addingTimeInterval(-retention.timeInterval), deliveredOnly: true)
-            if forgotten > 0 {
-                logger.info("\(forgotten) delivered jobs forgotten: delivered more than sync.delivered-retention (\(DurationText.exact(retention))) ago")
-            }
-        } catch {
-            await storeFailures.report(error, doing: "forget finished jobs")
-        }
-    }
-
-    /// Gives up the dead letters beyond `sync.dead-letters.*`, oldest first, and removes their
-    /// files; counts them and says so once per pass.
-    func pruneDeadLetters() async {
-        let retention = settings.deadLetters
-        let prune: JobStore.DeadLetterPrune
-        do {
-            prune = try store.pruneDeadLetters(keeping: retention.maxCount, before: retention.maxAge.map { Date().addingTimeInterval(-$0.timeInterval) })
-        } catch {
-            await storeFailures.report(error, doing: "prune dead letters")
-            return
-        }
-        for job in prune.all {
-            removal.removePruned(job.path, fileName: job.fileName)
-        }
-        if !prune.overCount.isEmpty {
-            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max_count")]).increment(by: prune.overCount.count)
-        }
-        if !prune.tooOld.isEmpty {
-            Counter(label: "errorbus_sync_dead_letters_pruned_total", dimensions: [("limit", "max_age")]).increment(by: prune.tooOld.count)
-        }
-        prunedUntold.overCount += prune.overCount.count
-        prunedUntold.tooOld += prune.tooOld.count
-        let now = clock.now()
-        guard prunedUntold.overCount + prunedUntold.tooOld > 0,
-            lastPruneTold.map({ now >= $0.advanced(by: Self.pruneInterval) }) ?? true
-        else { return }
-        var parts: [String] = []
-        if prunedUntold.overCount > 0 {
-            parts.append("\(prunedUntold.overCount) beyond sync.dead-letters.max-count (\(retention.maxCount))")
-        }
-        if prunedUntold.tooOld > 0 {
-            parts.append("\(prunedUntold.tooOld) older than sync.dead-letters.max-age (\(retention.maxAge.map(DurationText.exact) ?? "none"))")
-        }
-        logger.notice("Dead letters given up, oldest first, their files removed: \(parts.joined(separator: "; "))")
-        prunedUntold = (0, 0)
-        lastPruneTold = now
-    }
-}
-
-/// A service's queued jobs that an incident holds back: they wait in the store, behind it, as
-/// the jobs parked under it wait in the bus. To an operator they are parked too.
-struct HeldQueue: Sendable, Equatable {
-    var service: String
-    /// The oldest open incident holding them; `nil` when the bus's stop holds them.
-    var incident: IncidentID?
-    var jobs: Int
-}
-
-/// `sync.max-age`, shared by every job's run closure.
-final class AgeLimit: Sendable {
-    private let value: Mutex<Duration?>
-
-    init(_ limit: Duration?) {
-        value = Mutex(limit)
-    }
-
-    var limit: Duration? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
-    }
-}
-
-/// What a job brought with it from the store, and how many times the bus has run it since.
-final class JobHistory: Sendable {
-    /// When it was queued: its arrival.
-    let queuedAt: Date
-    /// Attempts the store recorded before this submission.
-    let attempts: Int
-    /// Runs since (each call of the bus's run closure).
-    let runs = Atomic<Int>(0)
-
-    init(queuedAt: Date, attempts: Int) {
-        self.queuedAt = queuedAt
-        self.attempts = attempts
-    }
-}
-
-/// A job queued longer ago than `sync.max-age`: set aside as a dead letter instead of uploaded.
-struct JobTooOld: CategorizedError {
-    static let cause = "tooOld"
-    let job: OutboxFile
-    let age: Duration
-    let limit: Duration
-
-    var category: ErrorCategory { .invalid(reason: "older than sync.max-age") }
-    var cause: String { Self.cause }
-    var operatorText: OperatorText {
-        OperatorText(
-            title: "Older than \(DurationText.exact(limit))",
-            message: "\(job.fileName) was queued \(DurationText.format(age)) ago, longer than sync.max-age (\(DurationText.exact(limit))) allows: it is set aside instead of uploaded, as the API would reject data this old.",
-            next: "Retry it after raising sync.max-age if the API takes it after all; otherwise discard it."
-        )
-    }
-}
-
-/// Removes (or moves, by `sync.after-delivery`) a delivered file, and forgets having seen it so
-/// that a new file of that name is looked at afresh.
-final class DeliveredFileRemoval: Sendable {
-    private let setting: Mutex<AfterDelivery>
-    private let seen: SeenFiles
-    private let logger: Logger
-
-    init(afterDelivery: AfterDelivery, seen: SeenFiles, logger: Logger) {
-        self.setting = Mutex(afterDelivery)
-        self.seen = seen
-        self.logger = logger
-    }
-
-    var afterDelivery: AfterDelivery {
-        get { setting.withLock { $0 } }
-        set { setting.withLock { $0 = newValue } }
-    }
-
-    /// Removes the file of a dead letter given up by the retention; a new file of that name is
-    /// looked at afresh.
-    func removePruned(_ path: String, fileName: String) {
-        seen.forget(fileName)
-        do throws(SystemCallError) {
-            try SystemCall.unlink(path)
-        } catch where error.errnoCode != ENOENT {
-            logger.error("cannot remove \(path), a dead letter given up by sync.dead-letters: \(error)")
-        } catch {
-            // Already gone.
-        }
-    }
-
-    func remove(_ path: String, fileName: String) {
-        seen.forget(fileName)
-        do throws(SystemCallError) {
-            switch afterDelivery {
-            case .delete: try SystemCall.unlink(path)
-            case .move(let directory): try SystemCall.rename(path, to: directory + "/" + fileName)
-            }
-        } catch where error.errnoCode != ENOENT {
-            logger.error("cannot remove or move delivered \(path) (sync.after-delivery): \(error)")
-        } catch {
-            // Already gone: an operator or a copy's removal took it.
-        }
     }
 }

@@ -1,5 +1,7 @@
 import ErrorBusDaemon
 @testable import ErrorBusStore
+import ErrorBusSupport
+import ErrorBusTesting
 import Foundation
 import GRDB
 import Testing
@@ -41,10 +43,11 @@ import Testing
     }
 
     @Test func theOldestJobWaitingIsTheFirstQueuedOrInFlight() async throws {
-        try await StoreTestDirectory.withStore { store, _ in
+        let clock = ManualClock()
+        try await StoreTestDirectory.withStore(clock: WallClock(clock)) { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(1, prefix: "first"))
             let first = try #require(try store.job("first-0")).createdAt
-            try await Task.sleep(for: .milliseconds(5))
+            clock.advance(by: .milliseconds(5))
             _ = try await store.enqueue(StoreTestDirectory.newJobs(2, prefix: "later"))
             #expect(try store.backlog().oldest == first)
             // In flight (uploading, or held by the bus) still waits for delivery.
@@ -58,12 +61,13 @@ import Testing
     }
 
     @Test func deadLettersBeyondTheCountArePrunedOldestSetAsideFirst() async throws {
-        try await StoreTestDirectory.withStore { store, _ in
+        let clock = ManualClock()
+        try await StoreTestDirectory.withStore(clock: WallClock(clock)) { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
             // Set aside in another order than they were queued: the retention goes by when.
             for id in ["job-3", "job-1", "job-4", "job-0", "job-2"] {
                 try store.markDeadLettered(id, reason: "422", incident: nil)
-                try await Task.sleep(for: .milliseconds(3))
+                clock.advance(by: .milliseconds(3))
             }
             let prune = try store.pruneDeadLetters(keeping: 2, before: nil)
             #expect(prune.overCount.map(\.id) == ["job-3", "job-1", "job-4"])
@@ -91,13 +95,15 @@ import Testing
     }
 
     @Test func deadLettersOlderThanTheAgeArePruned() async throws {
-        try await StoreTestDirectory.withStore { store, _ in
+        let clock = ManualClock()
+        let dates = WallClock(clock)
+        try await StoreTestDirectory.withStore(clock: dates) { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(3))
             try store.markDeadLettered("job-0", reason: "422", incident: nil)
             try store.markDeadLettered("job-1", reason: "422", incident: nil)
-            try await Task.sleep(for: .milliseconds(5))
-            let cut = Date()
-            try await Task.sleep(for: .milliseconds(5))
+            clock.advance(by: .milliseconds(5))
+            let cut = dates.now()
+            clock.advance(by: .milliseconds(5))
             try store.markDeadLettered("job-2", reason: "422", incident: nil)
             #expect(try store.deadLetters(since: cut) == 1)
             let prune = try store.pruneDeadLetters(keeping: 100, before: cut)

@@ -1,5 +1,6 @@
 import ErrorBusDaemon
 import ErrorBusStore
+import ErrorBusSupport
 import Foundation
 import InMemoryLogging
 import Logging
@@ -20,12 +21,13 @@ enum StoreTestDirectory {
     static func withStore<T>(
         durability: StoreDurability = .processCrash,
         deliveryGatherTime: Duration = JobStore.defaultDeliveryGatherTime,
+        clock: WallClock = .system,
         logs: InMemoryLogHandler = InMemoryLogHandler(),
         _ body: (JobStore, String) async throws -> T
     ) async throws -> T {
         try await with { directory in
             let state = directory + "/state"
-            let store = try JobStore(directory: state, durability: durability, deliveryGatherTime: deliveryGatherTime, logger: logger(logs))
+            let store = try JobStore(directory: state, durability: durability, deliveryGatherTime: deliveryGatherTime, clock: clock, logger: logger(logs))
             do {
                 let result = try await body(store, state)
                 try await store.close()
