@@ -74,7 +74,7 @@ final class HealthMonitor: Sendable {
     func report(_ snapshot: BusSnapshot, heldQueue: HeldQueue? = nil, now: Date = Date()) -> Control.Health {
         var problems: [Control.HealthCheck] = []
         // Every job held back, counted as status and the job gauges count it: those the bus holds
-        // (a canary under way included), and the queue an incident holds back.
+        // (parked, or waiting for the retry budget), and the queue an incident holds back.
         let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
         var measures = Measures(parked: parked, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         do {

@@ -133,19 +133,31 @@ struct PrometheusFleetIntegrationTests {
             #expect(byScope.count == 1 && byScope.first?.labels["scope"] == sandbox.baseURL && byScope.first?.value == Double(Self.hosts), "\(byScope)")
             #expect(try await server.query("errorbus:hosts_by_version:count").map(\.labels["version"]) == [ErrorBusVersion.current])
 
-            // What Prometheus holds is what each host reports of itself.
+            // What Prometheus holds is what each host reports of itself. A canary moves one job
+            // between parked and in flight for its upload's time, between a scrape and the
+            // host's own answer: the two agree once a scrape follows the host's state (within a
+            // few scrape intervals, bounded).
             for (host, daemon) in daemons.enumerated() {
-                let own = try await MetricsIntegrationTests.parse(
-                    try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getMetrics) }.text,
-                    in: scratch
-                )
-                for family in ["errorbus_sync_backlog_files", "errorbus_incidents_open", "errorbus_incidents_needing_operator", "errorbus_jobs"] {
-                    for sample in own.families[family]?.samples ?? [] {
-                        let selector = sample.labels.merging(["instance": "host-\(host)"]) { $1 }.map { "\($0.key)=\"\($0.value)\"" }.sorted().joined(separator: ",")
-                        let stored = try await server.query("\(family){\(selector)}")
-                        #expect(stored.map(\.value) == [sample.value], "host-\(host) \(family){\(selector)}: \(sample.value) on the host, \(stored) in Prometheus")
+                var disagreements: [String] = []
+                for _ in 0..<20 {
+                    disagreements = []
+                    let own = try await MetricsIntegrationTests.parse(
+                        try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getMetrics) }.text,
+                        in: scratch
+                    )
+                    for family in ["errorbus_sync_backlog_files", "errorbus_incidents_open", "errorbus_incidents_needing_operator", "errorbus_jobs"] {
+                        for sample in own.families[family]?.samples ?? [] {
+                            let selector = sample.labels.merging(["instance": "host-\(host)"]) { $1 }.map { "\($0.key)=\"\($0.value)\"" }.sorted().joined(separator: ",")
+                            let stored = try await server.query("\(family){\(selector)}")
+                            if stored.map(\.value) != [sample.value] {
+                                disagreements.append("\(family){\(selector)}: \(sample.value) on the host, \(stored) in Prometheus")
+                            }
+                        }
                     }
+                    if disagreements.isEmpty { break }
+                    try await Task.sleep(for: .milliseconds(500))
                 }
+                #expect(disagreements.isEmpty, "host-\(host): \(disagreements)")
             }
 
             // Every dashboard query is valid and, in the outage, its fleet panels say so.
