@@ -71,7 +71,7 @@ extension JobStore {
             let rows = try request.order(Column("seq")).fetchAll(db)
             let statement = try db.cachedStatement(sql: "UPDATE job SET state = 'discarded', updatedAt = ? WHERE id = ?")
             return try rows.map { row in
-                try statement.execute(arguments: [now.storeMilliseconds, row.id])
+                try statement.execute(arguments: [now.storeMilliseconds, row.id.storedJobKey])
                 var job = row
                 job.state = .discarded
                 job.updatedAt = now
@@ -89,10 +89,10 @@ extension JobStore {
     package func discardDeadLetter(_ id: String) throws(StoreError) -> OutboxJob? {
         let now = storeNow()
         return try write("discarding dead letter \(id)") { db in
-            guard var job = try OutboxJob.filter(Column("id") == id && Column("state") == JobState.deadLettered.rawValue).fetchOne(db) else {
+            guard var job = try OutboxJob.filter(Column("id") == id.storedJobKey && Column("state") == JobState.deadLettered.rawValue).fetchOne(db) else {
                 return nil
             }
-            try db.execute(sql: "UPDATE job SET state = 'discarded', updatedAt = ? WHERE id = ?", arguments: [now.storeMilliseconds, id])
+            try db.execute(sql: "UPDATE job SET state = 'discarded', updatedAt = ? WHERE id = ?", arguments: [now.storeMilliseconds, id.storedJobKey])
             job.state = .discarded
             job.updatedAt = now
             return job

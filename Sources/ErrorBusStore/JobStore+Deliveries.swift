@@ -68,7 +68,7 @@ extension JobStore {
             try db.inPreparedTransaction {
                 let statement = try db.cachedStatement(sql: Self.markDeliveredSQL)
                 for waiter in batch {
-                    try statement.execute(arguments: ["id": waiter.id, "now": now])
+                    try statement.execute(arguments: ["id": waiter.id.storedJobKey, "now": now])
                     changed.append(db.changesCount == 1)
                 }
             }

@@ -37,21 +37,21 @@ extension JobStore {
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
                 func insertQueued() throws -> Bool {
-                    try insert.execute(arguments: [job.id, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds, job.modifiedNanoseconds])
+                    try insert.execute(arguments: [job.id.storedJobKey, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds, job.modifiedNanoseconds])
                     return db.changesCount == 1
                 }
                 if try !insertQueued() {
-                    guard let existing = try OutboxJob.filter(Column("id") == job.id).fetchOne(db) else { continue }
+                    guard let existing = try OutboxJob.filter(Column("id") == job.id.storedJobKey).fetchOne(db) else { continue }
                     guard existing.state == .discarded, Self.arrivedAgain(job, after: existing) else {
                         if job.path == existing.path, existing.state != .delivered, let modified = job.modifiedNanoseconds {
                             // Its own file, read again: its stamp spares the next rescan that.
-                            try stamp.execute(arguments: [modified, job.id])
+                            try stamp.execute(arguments: [modified, job.id.storedJobKey])
                         }
                         duplicates.append(EnqueueResult.Duplicate(new: job, existing: existing))
                         continue
                     }
                     // Its content arrived again: a new job in place of the discarded one.
-                    try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id])
+                    try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id.storedJobKey])
                     guard try insertQueued() else { continue }
                     replacedDiscarded.append(existing)
                 }
@@ -94,7 +94,7 @@ extension JobStore {
             let older = try OutboxJob.fetchAll(
                 db,
                 sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') AND path = ? AND service = ? AND id != ?",
-                arguments: [path, service, id]
+                arguments: [path, service, id.storedJobKey]
             )
             var discarded: [OutboxJob] = []
             var inFlight: [OutboxJob] = []
@@ -105,7 +105,7 @@ extension JobStore {
                 }
                 try db.execute(
                     sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?",
-                    arguments: [reason, now.storeMilliseconds, job.id]
+                    arguments: [reason, now.storeMilliseconds, job.id.storedJobKey]
                 )
                 var given = job
                 given.state = .discarded
@@ -152,7 +152,7 @@ extension JobStore {
     /// The job with this id, whatever its state.
     package func job(_ id: String) throws(StoreError) -> OutboxJob? {
         try read("reading job \(id)") { db in
-            try OutboxJob.filter(Column("id") == id).fetchOne(db)
+            try OutboxJob.filter(Column("id") == id.storedJobKey).fetchOne(db)
         }
     }
 
@@ -171,7 +171,7 @@ extension JobStore {
         guard !ids.isEmpty else { return [] }
         return try read("reading \(ids.count) job(s)") { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
-            return try ids.compactMap { id in try OutboxJob.fetchOne(statement, arguments: [id]) }
+            return try ids.compactMap { id in try OutboxJob.fetchOne(statement, arguments: [id.storedJobKey]) }
         }
     }
 
@@ -345,7 +345,7 @@ extension JobStore {
             let statement = try db.cachedStatement(sql: sql)
             var changed = 0
             for id in ids {
-                var arguments: StatementArguments = ["id": id, "now": now]
+                var arguments: StatementArguments = ["id": id.storedJobKey, "now": now]
                 _ = arguments.append(contentsOf: extra)
                 try statement.execute(arguments: arguments)
                 changed += db.changesCount
@@ -410,7 +410,7 @@ extension JobStore {
                     sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ? AND state IN ('queued', 'inFlight', 'deadLettered')"
                 )
                 return try missing.compactMap { job in
-                    try statement.execute(arguments: [reason, now.storeMilliseconds, job.id])
+                    try statement.execute(arguments: [reason, now.storeMilliseconds, job.id.storedJobKey])
                     guard db.changesCount == 1 else { return nil }
                     var job = job
                     job.state = .discarded

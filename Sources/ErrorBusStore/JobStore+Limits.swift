@@ -176,7 +176,7 @@ extension JobStore {
                 sql: "UPDATE job SET state = 'deadLettered', reason = ?, incident = NULL, updatedAt = ? WHERE id = ? AND state = 'queued'"
             )
             for job in dropped {
-                try mark.execute(arguments: [reason, now.storeMilliseconds, job.id])
+                try mark.execute(arguments: [reason, now.storeMilliseconds, job.id.storedJobKey])
             }
             return dropped
         }

@@ -6,24 +6,33 @@ extension JobStore {
     /// The jobs whose id starts with `prefix` (optionally of one service), in id order: the
     /// first `limit` of them, and how many there are in all. An id is a prefix of itself.
     ///
-    /// Reads a range of the `id` index (`id >= prefix AND id < the next string after every
-    /// string that starts with it`), so it costs the matches, not the table.
+    /// Reads ranges of the `id` index, so it costs the matches, not the table: the keys stored
+    /// as text (`id >= prefix AND id < the next string after every string that starts with
+    /// it`) and, for a hex prefix, the digests stored as bytes (``StoredJobKey``).
     package func jobs(idPrefix prefix: String, service: String? = nil, limit: Int) throws(StoreError) -> (jobs: [OutboxJob], total: Int) {
-        var condition = "id >= ?"
-        var values = [prefix]
+        var ranges: [String] = []
+        var arguments = StatementArguments()
         if let end = Self.firstString(after: prefix) {
-            condition += " AND id < ?"
-            values.append(end)
+            ranges.append("(id >= ? AND id < ?)")
+            arguments += [prefix, end]
+        } else {
+            ranges.append("(id >= ? AND typeof(id) = 'text')")
+            arguments += [prefix]
         }
+        if let digests = StoredJobKey.digestRange(prefix: prefix) {
+            ranges.append(digests.end == nil ? "(id >= ?)" : "(id >= ? AND id < ?)")
+            arguments += [digests.start]
+            if let end = digests.end { arguments += [end] }
+        }
+        var condition = "(\(ranges.joined(separator: " OR ")))"
         if let service {
             condition += " AND service = ?"
-            values.append(service)
+            arguments += [service]
         }
-        let (sql, bound) = (condition, values)
+        let (sql, bound) = (condition, arguments)
         return try read("reading the jobs whose id starts with \(prefix)") { db in
-            let arguments = StatementArguments(bound)
-            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM job WHERE \(sql)", arguments: arguments) ?? 0
-            let jobs = try OutboxJob.fetchAll(db, sql: "SELECT * FROM job WHERE \(sql) ORDER BY id LIMIT \(max(0, limit))", arguments: arguments)
+            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM job WHERE \(sql)", arguments: bound) ?? 0
+            let jobs = try OutboxJob.fetchAll(db, sql: "SELECT * FROM job WHERE \(sql) ORDER BY id LIMIT \(max(0, limit))", arguments: bound)
             return (jobs, total)
         }
     }

@@ -70,7 +70,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     /// Read by column name, without `Decodable`: a claim decodes every job it takes, and GRDB's
     /// record decoder took nearly half of the claim's time.
     package init(row: Row) throws {
-        id = try row.decode(forColumn: "id")
+        id = try row.decode(StoredJobKey.self, forColumn: "id").id
         digest = try row.decode(forColumn: "digest")
         service = try row.decode(forColumn: "service")
         fileName = try row.decode(forColumn: "fileName")

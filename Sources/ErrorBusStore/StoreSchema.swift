@@ -3,8 +3,9 @@ import GRDB
 /// The store's schema, as named migrations.
 ///
 /// Append only: a migration that has shipped is never edited or removed; a change is a new
-/// migration at the end. New migrations only add tables, columns (with defaults) and indexes, so
-/// an older errorbusd can still run on a database a newer one migrated (it logs a warning).
+/// migration at the end. New migrations add tables, columns (with defaults) and indexes, so an
+/// older errorbusd can still run on a database a newer one migrated (it logs a warning); the one
+/// exception, `10 binary job keys`, says how to undo it (docs/store.md).
 ///
 /// Dates are INTEGER milliseconds since 1970 (`datetime(createdAt / 1000, 'unixepoch')` in
 /// `sqlite3`).
@@ -180,6 +181,20 @@ enum StoreSchema {
                     CREATE INDEX job_file ON job(fileName) WHERE state != 'delivered';
                     """
             )
+        }
+
+        // Job keys that are hex SHA-256 digests (all the daemon makes) as their 32 bytes
+        // (`StoredJobKey`): half the room in the row and in the key's unique index. The one
+        // migration that changes values rather than adding: an errorbusd from before it cannot
+        // read the keys (docs/store.md says how to turn them back).
+        migrator.registerMigration("10 binary job keys") { db in
+            let storedKey = DatabaseFunction("errorbus_job_key", argumentCount: 1, pure: true) { values in
+                guard let id = String.fromDatabaseValue(values[0]) else { return values[0] }
+                return StoredJobKey(id).databaseValue
+            }
+            db.add(function: storedKey)
+            defer { db.remove(function: storedKey) }
+            try db.execute(sql: "UPDATE job SET id = errorbus_job_key(id) WHERE typeof(id) = 'text' AND length(id) = 64")
         }
 
         return migrator

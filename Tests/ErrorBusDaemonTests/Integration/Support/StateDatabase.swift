@@ -40,7 +40,16 @@ struct StateDatabase {
     /// The jobs in `state`, oldest first.
     func jobs(_ state: JobState) throws -> [Job] {
         try queue.read { db in
-            try Job.fetchAll(db, sql: "SELECT * FROM job WHERE state = ? ORDER BY seq", arguments: [state.rawValue])
+            // A key stored as its digest's bytes is read as its hex, as the daemon tells it.
+            try Job.fetchAll(
+                db,
+                sql: """
+                    SELECT CASE typeof(id) WHEN 'blob' THEN lower(hex(id)) ELSE id END AS id,
+                        fileName, state, incident, reason, createdAt
+                    FROM job WHERE state = ? ORDER BY seq
+                    """,
+                arguments: [state.rawValue]
+            )
         }
     }
 
