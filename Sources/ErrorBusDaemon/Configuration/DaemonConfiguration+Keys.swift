@@ -216,7 +216,10 @@ extension DaemonConfiguration.Sync {
                 them. About 1 KiB each.
                 """),
             .init("max-file-size", \.maxFileSize, .size(.atLeast(1)), "Larger files are not uploaded but dead-lettered."),
-            .init("rescan-interval", \.rescanInterval, .duration(.greaterThan(.zero)), "How often the outbox is listed again, to catch files whose notification was missed."),
+            .init("rescan-interval", \.rescanInterval, .duration(.greaterThan(.zero)), """
+                How often the outbox is listed again, to catch files whose notification was missed. A rescan takes at most a \
+                twentieth of the time: one of a huge outbox (seconds for a million files) comes 19 times its duration later.
+                """),
             .init("settle-time", \.settleTime, .duration(.atLeast(.zero)), """
                 A file found by such a rescan (or there when errorbusd starts) is taken only once it has not changed \
                 for this long, so half-written files are left alone; such a file is looked at again this long after.

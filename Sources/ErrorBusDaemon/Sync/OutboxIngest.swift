@@ -119,8 +119,13 @@ actor OutboxIngest {
 
     private func rescanPeriodically() async throws {
         while !Task.isCancelled {
+            let began = clock.now()
             var unsettled = await rescan()
-            let next = clock.now().advanced(by: settings.rescanInterval)
+            let ended = clock.now()
+            // The safety net takes at most a share of the time: a rescan of a million files
+            // (seconds of listing, looking up and stat-ing) comes further apart than the interval.
+            let took = began.duration(to: ended)
+            let next = ended.advanced(by: Self.rescanSpacing(took: took, interval: settings.rescanInterval))
             // Files too recently changed to take (left by the previous run, or written in place)
             // are looked at again, alone, once they may have settled: not a whole interval later.
             while !unsettled.isEmpty, clock.now().advanced(by: settings.settleTime) < next {
@@ -129,12 +134,20 @@ actor OutboxIngest {
             }
             // Files the full backlog left in the outbox are looked at again soon: room may come
             // with any delivery.
-            try await clock.sleep(overflow.waitingForRoom == 0 ? next : min(next, clock.now().advanced(by: Self.rejectedRescanInterval)))
+            let soon = ended.advanced(by: Self.rescanSpacing(took: took, interval: Self.rejectedRescanInterval))
+            try await clock.sleep(overflow.waitingForRoom == 0 ? next : min(next, soon))
         }
     }
 
     /// How soon the outbox is listed again while files wait for room in the backlog.
     static let rejectedRescanInterval = Duration.seconds(2)
+
+    /// How long after a periodic rescan that took `took` the next one starts: `interval`, or 19
+    /// times as long as it took if that is longer. The safety net takes at most a twentieth of
+    /// the time, however large the outbox.
+    static func rescanSpacing(took: Duration, interval: Duration) -> Duration {
+        max(interval, took * 19)
+    }
 
 
     /// Files whose permissions or owner changed: those errorbusd could not read are looked at
