@@ -19,11 +19,16 @@ struct SyncServiceTests {
         let uploader = FakeUploader(gated: true)
         try await SyncHarness.with(concurrency: 2, uploader: uploader) { harness in
             for number in 0..<6 { try harness.drop("item-\(number).bin") }
-            // Each release lets one upload finish; a third never ran beside the first two.
-            for _ in 0..<6 {
-                await uploader.nextStart()
+            // Two start together; then each release lets one upload finish and one more start:
+            // a third never runs beside the first two.
+            await uploader.nextStart()
+            await uploader.nextStart()
+            for _ in 0..<4 {
                 uploader.release()
+                await uploader.nextStart()
             }
+            uploader.release()
+            uploader.release()
             _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
             #expect(uploader.peak == 2)
             #expect(uploader.uploads.count == 6)
