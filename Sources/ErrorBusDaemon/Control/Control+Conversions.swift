@@ -66,15 +66,29 @@ extension Control.JobState {
 extension Control.Job {
     /// A stored job; `held` is where the bus holds it, if it does.
     init(_ job: OutboxJob, held: HeldJob? = nil) {
+        self.init(job, state: held == nil ? Control.JobState(job.state) : .parked, incident: held.map { $0.incident?.rawValue } ?? job.incident)
+    }
+
+    /// A stored job: parked behind the incident that holds its queue back, if it is one of the
+    /// queued jobs `queue` counts.
+    init(_ job: OutboxJob, heldBack queue: HeldQueue?) {
+        if let queue, job.state == .queued, job.service == queue.service {
+            self.init(job, state: .parked, incident: queue.incident?.rawValue)
+        } else {
+            self.init(job)
+        }
+    }
+
+    private init(_ job: OutboxJob, state: Control.JobState, incident: UInt64?) {
         self.init(
             id: job.id,
             service: job.service,
             file: job.fileName,
             size: Int(job.size),
-            state: held == nil ? Control.JobState(job.state) : .parked,
+            state: state,
             attempts: job.attempts,
             lastError: job.lastError,
-            incident: (held.map { $0.incident?.rawValue } ?? job.incident).map { Int($0) },
+            incident: incident.map { Int($0) },
             reason: job.reason,
             createdAt: ControlTime.format(job.createdAt),
             updatedAt: ControlTime.format(job.updatedAt)

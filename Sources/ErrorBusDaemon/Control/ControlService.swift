@@ -163,10 +163,14 @@ struct ControlService: Sendable {
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         var services: [Control.ServiceStatus] = []
         for name in Self.services {
-            let counts = pending[name] ?? JobCounts()
-            let heldQueued = heldQueue.map { $0.service == name ? min($0.jobs, counts.queued) : 0 } ?? 0
+            let places = JobPlaces(
+                service: name,
+                counts: pending[name] ?? JobCounts(),
+                heldByBus: snapshot.heldByService[name] ?? 0,
+                heldQueue: heldQueue
+            )
             let holding = snapshot.incidents.filter {
-                $0.service == name || ($0.parkedByService[name] ?? 0) > 0 || (heldQueued > 0 && $0.id == heldQueue?.incident)
+                $0.service == name || ($0.parkedByService[name] ?? 0) > 0 || (places.heldBack > 0 && $0.id == heldQueue?.incident)
             }
             // Its own latest open incident, else the oldest that holds its work (another service's
             // outage of the same server, say): what keeps it from delivering.
@@ -193,12 +197,10 @@ struct ControlService: Sendable {
             services.append(Control.ServiceStatus(
                 name: name,
                 state: Self.state(of: holding, running: snapshot.isRunning),
-                // Queued jobs an incident holds back wait behind it: parked.
-                queued: counts.queued - heldQueued,
-                // The store keeps the jobs the bus holds in flight; the bus knows which.
-                inFlight: max(0, counts.inFlight - (snapshot.heldByService[name] ?? 0)),
-                parked: (snapshot.heldByService[name] ?? 0) + heldQueued,
-                dead: counts.deadLettered,
+                queued: places.queued,
+                inFlight: places.inFlight,
+                parked: places.parked,
+                dead: places.deadLettered,
                 lastError: lastError,
                 incidents: holding.map { Int($0.id.rawValue) }
             ))
@@ -287,11 +289,6 @@ struct ControlService: Sendable {
         let held = await bus.heldJobs(service: filter.service ?? SyncService.service)
         let heldByID = Dictionary(held.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
         let heldQueue = filter.service.map { $0 == SyncService.service } ?? true ? await sync.heldQueue() : nil
-        // A queued job as the incident holding it back holds it.
-        func behind(_ job: OutboxJob) -> HeldJob? {
-            guard let heldQueue, job.state == .queued, job.service == heldQueue.service else { return nil }
-            return HeldJob(job: Job(id: job.id, service: job.service, scope: ""), incident: heldQueue.incident)
-        }
         return try storeCall { () throws(StoreError) in
             switch filter.state {
             case .parked:
@@ -301,7 +298,7 @@ struct ControlService: Sendable {
                 // Then the queue, oldest first.
                 if jobs.count < limit {
                     let queued = try store.jobs(service: heldQueue.service, state: .queued, offset: max(0, offset - held.count), limit: limit - jobs.count)
-                    jobs += queued.map { Control.Job($0, held: behind($0)) }
+                    jobs += queued.map { Control.Job($0, heldBack: heldQueue) }
                 }
                 return Control.JobList(jobs: jobs, total: held.count + heldQueue.jobs)
             case .queued? where heldQueue != nil:
@@ -322,7 +319,7 @@ struct ControlService: Sendable {
                 let jobs = try store.jobs(service: filter.service, state: state, offset: offset, limit: limit)
                 let counts = try store.counts(service: filter.service)
                 return Control.JobList(
-                    jobs: jobs.map { Control.Job($0, held: $0.state == .inFlight ? heldByID[$0.id] : behind($0)) },
+                    jobs: jobs.map { $0.state == .inFlight ? Control.Job($0, held: heldByID[$0.id]) : Control.Job($0, heldBack: heldQueue) },
                     total: state.map { counts[$0] } ?? counts.total
                 )
             }

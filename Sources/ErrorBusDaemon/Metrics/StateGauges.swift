@@ -40,14 +40,17 @@ final class StateGauges: Sendable {
         // Every job the host keeps, once: the store's in-flight jobs the bus holds are parked, and
         // so are the queued ones an incident holds back.
         for service in state.services {
-            let counts = state.pending[service] ?? JobCounts()
-            let held = snapshot.heldByService[service] ?? 0
-            let heldQueued = state.heldQueue.map { $0.service == service ? min($0.jobs, counts[.queued]) : 0 } ?? 0
+            let places = JobPlaces(
+                service: service,
+                counts: state.pending[service] ?? JobCounts(),
+                heldByBus: snapshot.heldByService[service] ?? 0,
+                heldQueue: state.heldQueue
+            )
             let states: [(String, Int)] = [
-                ("queued", counts[.queued] - heldQueued),
-                ("in_flight", max(0, counts[.inFlight] - held)),
-                ("parked", held + heldQueued),
-                ("dead_lettered", counts[.deadLettered]),
+                ("queued", places.queued),
+                ("in_flight", places.inFlight),
+                ("parked", places.parked),
+                ("dead_lettered", places.deadLettered),
             ]
             for (name, count) in states {
                 Gauge(label: "errorbus_jobs", dimensions: [("service", service), ("state", name)]).record(count)
