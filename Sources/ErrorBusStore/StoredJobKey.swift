@@ -30,8 +30,8 @@ struct StoredJobKey: DatabaseValueConvertible {
 
     /// The 32 bytes of a key of 64 lowercase hex digits; `nil` for any other key.
     static func digestBytes(_ id: String) -> [UInt8]? {
-        var utf8 = id.utf8.makeIterator()
         guard id.utf8.count == 64 else { return nil }
+        var utf8 = id.utf8.makeIterator()
         var bytes = [UInt8]()
         bytes.reserveCapacity(32)
         while let high = utf8.next(), let low = utf8.next() {
@@ -41,10 +41,11 @@ struct StoredJobKey: DatabaseValueConvertible {
         return bytes
     }
 
-    /// The binary range of the stored digests whose hex starts with `prefix` (lowercase hex):
-    /// the prefix padded with zeros, up to the next prefix of its length padded so (`nil` when
-    /// there is none: every digest from the start).
+    /// The binary range of the stored digests whose hex starts with `prefix` (hex digits, of
+    /// either case: bytes have none): the prefix padded with zeros, up to the next prefix of its
+    /// length padded so (`nil` when there is none: every digest from the start).
     static func digestRange(prefix: String) -> (start: Data, end: Data?)? {
+        let prefix = prefix.lowercased()
         guard prefix.utf8.count <= 64, prefix.utf8.allSatisfy({ nibble($0) != nil }) else { return nil }
         func bytes(_ hex: [UInt8]) -> Data {
             let padded = hex + [UInt8](repeating: UInt8(ascii: "0"), count: hex.count % 2)

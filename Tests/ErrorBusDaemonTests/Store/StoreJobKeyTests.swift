@@ -54,6 +54,7 @@ import Testing
             #expect(try store.jobs(idPrefix: "abb", limit: 10).jobs.map(\.id) == [Self.digest("abbf")])
             #expect(try store.jobs(idPrefix: "abcf", limit: 10).jobs.map(\.id) == [Self.digest("abcf")])
             #expect(try store.jobs(idPrefix: "f", limit: 10).jobs.map(\.id) == [Self.digest("ffff")])
+            #expect(try store.jobs(idPrefix: "ABCF", limit: 10).jobs.map(\.id) == [Self.digest("abcf")])
             #expect(try store.jobs(idPrefix: Self.digest("abd0"), limit: 10).jobs.map(\.id) == [Self.digest("abd0")])
             #expect(try store.jobs(idPrefix: "", limit: 10).total == ids.count)
             let page = try store.jobs(idPrefix: "ab", limit: 3)
@@ -67,7 +68,8 @@ import Testing
         #expect(StoredJobKey.digestRange(prefix: "aff").map { [$0.start, $0.end] } == [Data([0xAF, 0xF0]), Data([0xB0])])
         #expect(StoredJobKey.digestRange(prefix: "ff").map { [$0.start, $0.end] } == [Data([0xFF]), nil])
         #expect(StoredJobKey.digestRange(prefix: "abg") == nil)
-        #expect(StoredJobKey.digestRange(prefix: "ABC") == nil)
+        // Bytes have no case: an operator's ABC finds the digests abc….
+        #expect(StoredJobKey.digestRange(prefix: "ABC").map { [$0.start, $0.end] } == [Data([0xAB, 0xC0]), Data([0xAB, 0xD0])])
     }
 
     /// A store of migration 9 (text keys) with work under way: opened, its digests become bytes,
