@@ -4,16 +4,17 @@ import GRDB
 
 /// The incident history: what the bus saw, kept after the bus forgot it and across restarts.
 extension JobStore {
-    /// Records an incident as it stands, at `now`: inserted the first time its id is seen,
-    /// updated after. Its wall-clock times are the bus's.
+    /// Records an incident as it stands, at `now` (the store's clock when `nil`): inserted the
+    /// first time its id is seen, updated after. Its wall-clock times are the bus's.
     @discardableResult
-    package func recordIncident(_ snapshot: IncidentSnapshot, at now: Date = Date()) throws(StoreError) -> StoredIncident {
-        let incident = StoredIncident(snapshot, updatedAt: now)
+    package func recordIncident(_ snapshot: IncidentSnapshot, at now: Date? = nil) throws(StoreError) -> StoredIncident {
+        let incident = StoredIncident(snapshot, updatedAt: now ?? storeNow())
         try write("recording incident \(snapshot.id)") { db in try incident.upsert(db) }
         return incident
     }
 
-    /// Closes every incident the history still shows open, as `resolution` at `now`, and
+    /// Closes every incident the history still shows open, as `resolution` at `now` (the store's
+    /// clock when `nil`), and
     /// returns them as they were: the incidents a run of errorbusd ended without recording their
     /// end. Their jobs are queued again (``requeueInterrupted()``); a cause that is still there
     /// opens a new incident.
@@ -21,10 +22,10 @@ extension JobStore {
     /// errorbusd calls it when it stops (``Resolution/shutdown``) and when it starts, for a run
     /// that ended without stopping (``Resolution/interrupted``: a crash, `kill -9`, a power loss).
     @discardableResult
-    package func closeOpenIncidents(as resolution: Resolution, at now: Date = Date()) throws(StoreError) -> [StoredIncident] {
-        try write("closing the incidents left open") { db in
+    package func closeOpenIncidents(as resolution: Resolution, at now: Date? = nil) throws(StoreError) -> [StoredIncident] {
+        let closedAt = now?.atStorePrecision ?? storeNow()
+        return try write("closing the incidents left open") { db in
             let open = try StoredIncident.filter(Column("resolution") == nil).order(Column("id")).fetchAll(db)
-            let closedAt = Date(storeMilliseconds: now.storeMilliseconds)
             for var incident in open {
                 incident.resolution = resolution
                 incident.state = .resolved

@@ -94,7 +94,7 @@ struct IncidentLog: Service {
         if let incident = event.incident, [.incidentOpened, .escalated, .incidentResolved].contains(event.kind) {
             // The history first, so that a reader who saw the line finds the row.
             do {
-                _ = try store.recordIncident(incident, at: Date())
+                _ = try store.recordIncident(incident)
             } catch {
                 logger.error("cannot record incident \(incident.id) in the history: \(error)")
             }
