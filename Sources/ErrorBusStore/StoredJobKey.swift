@@ -1,4 +1,5 @@
 import Foundation
+import ErrorBusSupport
 import GRDB
 
 /// A job's key as the `job` table holds it: a key that is a lowercase hex SHA-256 (every key the
@@ -22,7 +23,7 @@ struct StoredJobKey: DatabaseValueConvertible {
 
     static func fromDatabaseValue(_ value: DatabaseValue) -> StoredJobKey? {
         switch value.storage {
-        case .blob(let bytes): StoredJobKey(Self.hex(bytes))
+        case .blob(let bytes): StoredJobKey(LowercaseHex.string(bytes, count: bytes.count))
         case .string(let text): StoredJobKey(text)
         default: nil
         }
@@ -71,16 +72,6 @@ struct StoredJobKey: DatabaseValueConvertible {
         }
     }
 
-    private static func hex(_ bytes: Data) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 2 * bytes.count) { text in
-            for (index, byte) in bytes.enumerated() {
-                text[2 * index] = digits[Int(byte >> 4)]
-                text[2 * index + 1] = digits[Int(byte & 0x0F)]
-            }
-            return 2 * bytes.count
-        }
-    }
 }
 
 extension String {

@@ -157,17 +157,9 @@ enum ContentKey {
         hex(of: SHA256.hash(data: Array((contentKey + "/" + name).utf8)))
     }
 
-    /// Lowercase hex, written in place: a string per byte, joined, cost as much as the hash of
-    /// a 4 KiB file.
+    /// Lowercase hex.
     static func hex(of digest: SHA256.Digest) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { text in
-            for (index, byte) in digest.enumerated() {
-                text[2 * index] = digits[Int(byte >> 4)]
-                text[2 * index + 1] = digits[Int(byte & 0x0f)]
-            }
-            return 2 * SHA256.byteCount
-        }
+        LowercaseHex.string(digest, count: SHA256.byteCount)
     }
 
     private static func hash(fileAt path: String) throws(SystemCallError) -> SHA256.Digest {
