@@ -51,6 +51,8 @@ public final class ManualClock: Clock, Sendable {
         var waiters: [Waiter] = []
         /// Ids of sleeps cancelled before they were registered.
         var cancelledEarly: Set<UInt64> = []
+        /// Ids of sleeps the clock's advance woke whose tasks have not returned from them yet.
+        var waking: Set<UInt64> = []
 
         mutating func takeSatisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
             let count = sleepers.count
@@ -74,12 +76,19 @@ public final class ManualClock: Clock, Sendable {
     /// The earliest deadline any task is sleeping until, if any.
     public var nextDeadline: Instant? { state.withLock { $0.sleepers.map(\.deadline).min() } }
 
+    /// How many tasks an advance woke that have not yet returned from their sleep: while any has
+    /// not, what it does next (at the instant it woke at) has not happened yet. A test that moves
+    /// time step by step waits for none before it looks again.
+    public var wakingCount: Int { state.withLock { $0.waking.count } }
+
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
+        // Returned from (woken, cancelled or not), it no longer counts as waking.
+        defer { _ = state.withLock { $0.waking.remove(id) } }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (resumeNow, ready) = state.withLock { state -> (Result<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
@@ -115,6 +124,7 @@ public final class ManualClock: Clock, Sendable {
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
             state.sleepers.removeAll { $0.deadline <= now }
+            state.waking.formUnion(due.map(\.id))
             return due
         }
         for sleeper in due { sleeper.continuation.resume() }

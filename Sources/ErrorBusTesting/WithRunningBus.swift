@@ -44,13 +44,15 @@ extension ErrorBusConfiguration {
     /// wait for the test to move the clock, and a test waiting for the jobs would stall; and each
     /// run's limit (``ErrorBusConfiguration/attemptTimeout``) would be one more sleeper on the
     /// clock for a test that counts them; and an incident whose cause went away resolves at once
-    /// (``ErrorBusConfiguration/settleWindow`` would wait for the test to move the clock). Set
-    /// them again to test them.
+    /// (``ErrorBusConfiguration/settleWindow`` would wait for the test to move the clock); and a
+    /// scope's rate does not adapt (``ErrorBusConfiguration/Pacing/adaptsRate``: after a `429`,
+    /// each run would wait for its token on the clock). Set them again to test them.
     public static var forTesting: ErrorBusConfiguration {
         var configuration = ErrorBusConfiguration()
         configuration.release.spread = .zero
         configuration.attemptTimeout = nil
         configuration.settleWindow = .zero
+        configuration.pacing.adaptsRate = false
         return configuration
     }
 }

@@ -2,88 +2,131 @@ import ErrorBus
 import ErrorBusTesting
 import Testing
 
-/// One bad job among good ones: a job that fails while others of its service and scope succeed
-/// fails for a reason of its own. It must not be every canary, must not hold the others, and must
-/// end as a dead letter with its cause after its own attempts; a real outage (nothing succeeds)
-/// is still one incident holding everything.
-@Suite(.timeLimit(.minutes(1)))
+/// Bad jobs among good ones: a job whose failures are unlikely given how often its scope fails
+/// its neighbours at the same time fails for a reason of its own. It is set aside on its own (an
+/// incident of its own, holding back nothing), retried on its own back-off and given up as a dead
+/// letter with its cause; several such jobs are each told apart on their own evidence; and a real
+/// outage (nothing served) is still one incident that holds everything and sets nothing aside,
+/// however long it lasts.
+@Suite(.timeLimit(.minutes(2)))
 struct IsolationTests {
-    static let poison = Job(id: "poison", service: "sync", scope: "api.test", realm: "api", name: "poison.bin")
-
     static var configuration: ErrorBusConfiguration {
-        var configuration = ErrorBusConfiguration.forTesting
-        configuration.isolation = .init(maxAttempts: 3, backoff: .init(base: .seconds(10), factor: 2, cap: .seconds(60)))
+        var configuration = PacingTests.configuration
+        configuration.isolation = .init(maxAttempts: 3, backoff: .init(base: .seconds(1), factor: 2, cap: .seconds(4)))
         return configuration
     }
 
-    @Test func aJobFailingWhileOthersSucceedLeavesItsIncidentAndIsGivenUpAlone() async throws {
+    static func poison(_ number: Int) -> Job { Job.sync(10_000 + number) }
+
+    /// The jobs of a host: `good` good ones with `poisons` poison names spread among their first
+    /// half.
+    static func mixed(good: Int, poisons: Int) -> (jobs: [Job], poison: Set<String>) {
+        var jobs = PacingTests.jobs(good)
+        let every = max(1, good / 2 / max(1, poisons))
+        for number in 0..<poisons {
+            jobs.insert(poison(number), at: min(jobs.count, number * (every + 1) + every / 2))
+        }
+        return (jobs, Set((0..<poisons).map { poison($0).id }))
+    }
+
+    /// An API that serves 20 requests a second (`503` beyond), a little less than what arrives,
+    /// and refuses one name for ever: the rate's refusals are the scope's (nothing set aside for
+    /// them), the bad name is told apart and given up.
+    @Test func aNameRefusedForEverAmongPacedNeighboursIsSetAsideAndGivenUpAlone() async throws {
         try await withRunningBus(configuration: Self.configuration) { bus, clock, events in
-            let outcomes = OutcomeLog()
-            let poisonRuns = Counter()
-            let given = OneShotBox<JobStopped>()
-            _ = await bus.submit(Self.poison) {
-                // A request that never gets an answer times out one way or another.
-                throw TestFailure(.transient, cause: poisonRuns.increment().isMultiple(of: 2) ? "readTimeout" : "deadlineExceeded")
-            } completion: { outcome in
-                if case .stopped(let stopped) = outcome { given.set(stopped) }
-            }
-            let outage = try #require(try await events.next(.incidentOpened).incident)
-            // Good jobs that arrive after it wait behind its incident.
-            for number in 1...5 {
-                let submission = await bus.submit(.sync(number)) {} completion: { outcomes.record(number, $0) }
-                guard case .parked(outage.id) = submission else {
-                    Issue.record("job \(number) should wait behind incident \(outage.id), got \(submission)")
-                    return
-                }
-            }
+            await PacingTests.history(bus, clock)
+            var jobs = PacingTests.jobs(400)
+            jobs.insert(Self.poison(0), at: 20)
+            let poison: Set = [Self.poison(0).id]
+            let api = ModelAPI(.rate(perSecond: 20), poison: poison, clock: clock, bus: bus)
+            let result = await drive(jobs, through: bus, against: api, clock: clock, spacing: .milliseconds(45), limit: clock.now.offset + .seconds(300))
 
-            // The canary is a job that merely waited, not the one that failed: it succeeds, and
-            // the others are released; the bad one, released last, fails again and leaves.
-            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            let resolved = try #require(try await events.next(.incidentResolved).incident)
-            #expect(resolved.id == outage.id)
-            #expect(resolved.resolution == .recovered)
-            #expect(poisonRuns.count == 2, "the bad job was tried once more, released with the others, not as the canary")
-            var delivered: [String] = []
-            for _ in 1...5 { delivered.append(await outcomes.next() ?? "") }
-            #expect(delivered.sorted() == (1...5).map { "\($0) succeeded" })
-
-            // Its own incident: about it alone, holding nothing back.
-            let own = try #require(await bus.snapshot().incidents.first)
-            #expect(own.fingerprint.job == Self.poison.description)
-            #expect(own.text.title == "Fails on its own")
-            #expect(own.text.message.hasPrefix("poison.bin fails while other sync jobs at api.test succeed"), "\(own.text.message)")
-            #expect(own.parked == 1)
-            let next = await bus.submit(.sync(6)) {} completion: { _ in }
-            guard case .completed = next else {
-                Issue.record("a new job should run at once beside the bad one, got \(next)")
-                return
-            }
-            #expect(await bus.heldJobs() == [HeldJob(job: Self.poison, incident: own.id, hasFailed: true)])
-
-            // Retried on the isolation's back-off, and given up after its third failure on its own.
-            let first = try #require(own.next?.delay)
-            #expect(first <= .seconds(10))
-            clock.advance(by: first)
-            try await events.next(.canaryFailed)
-            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            let stopped = try #require(await given.value)
-            #expect(stopped.reason == .deadLettered)
-            #expect(stopped.incident == own.id)
+            #expect(result.succeeded == 400, "the good jobs are delivered")
+            #expect(result.deadLettered == [Self.poison(0).id], "the bad one alone is given up")
+            let incidents = await bus.incidentsSoFar()
+            let own = incidents.filter { $0.fingerprint.job != nil }
+            #expect(own.map(\.fingerprint.job) == [Self.poison(0).description], "set aside: only the bad one")
+            #expect(own.first?.resolution == .givenUp)
+            let stopped = try #require(result.outcomes[Self.poison(0).id].flatMap { if case .stopped(let s) = $0 { s } else { nil } })
             #expect(stopped.failure?.text.title == "Given up")
-            #expect(stopped.failure?.text.message.contains("poison.bin failed 3 times while other sync jobs at api.test succeeded") == true)
-            #expect(stopped.failure?.text.message.contains("A transient failure (readTimeout)") == true, "the cause is kept")
-            #expect(poisonRuns.count == 4)
-            let gaveUp = try #require(try await events.next(.incidentResolved).incident)
-            #expect(gaveUp.id == own.id)
-            #expect(gaveUp.resolution == .givenUp)
-            #expect(gaveUp.deadLettered == 1)
-            #expect(await bus.snapshot().parkedJobs == 0)
+            #expect(stopped.failure?.text.message.contains("failed 3 times on its own") == true, "\(stopped.failure?.text.message ?? "")")
+            #expect(stopped.failure?.text.message.contains("A transient failure (http500)") == true, "the cause is kept")
+            // The rate's refusals are one incident of the scope's, which set nothing aside.
+            #expect(incidents.filter { $0.fingerprint.cause == "http503" }.count <= 1)
+            _ = events
+        }
+    }
+
+    /// Ten names the API refuses among 200 good ones, arriving at 20 a second: each is told
+    /// apart on its own evidence (its failures while the good ones were served), not one per later
+    /// good job: once the good ones have gone, with no traffic beside them, every bad one is
+    /// set aside and given up all the same; none of the good ones is, and none waited behind a
+    /// bad one. (A bad name that arrives last, with nothing served after it, has no evidence
+    /// against it: it waits, retried, until other work is served.)
+    @Test func severalBadNamesAreEachSetAsideOnTheirOwnEvidenceWithNoLaterTraffic() async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await PacingTests.history(bus, clock)
+            let (jobs, poison) = Self.mixed(good: 200, poisons: 10)
+            let api = ModelAPI(.healthy, poison: poison, clock: clock)
+            let start = clock.now.offset
+            let result = await drive(jobs, through: bus, against: api, clock: clock, spacing: .milliseconds(50), limit: start + .seconds(300))
+
+            #expect(result.succeeded == 200)
+            #expect(Set(result.deadLettered) == poison, "every bad name given up: \(result.deadLettered.sorted())")
+            let own = await bus.incidentsSoFar().filter { $0.fingerprint.job != nil }
+            #expect(Set(own.compactMap(\.fingerprint.job)) == Set(poison.map { "sync/\($0)" }))
+            // The good ones were never held behind the bad ones: each went on arrival.
+            for job in jobs where !poison.contains(job.id) {
+                let arrival = start + .milliseconds(50) * (jobs.firstIndex(of: job) ?? 0)
+                #expect(result.endedAt[job.id].map { $0 - arrival < .milliseconds(100) } == true, "\(job.id) waited")
+            }
+        }
+    }
+
+    /// A job its owner says failed on its own before (a restart) is set aside at its next
+    /// failure, without its scope's incident ever taking it for the scope's, and its count goes
+    /// on where it was.
+    @Test func aJobSetAsideBeforeARestartIsSetAsideAtItsFirstFailureAndCountsOn() async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await PacingTests.history(bus, clock)
+            var bad = Self.poison(0)
+            bad.failedOnItsOwn = 1
+            let api = ModelAPI(.healthy, poison: [bad.id], clock: clock)
+            let result = await drive([bad] + PacingTests.jobs(40), through: bus, against: api, clock: clock, spacing: .milliseconds(50), limit: clock.now.offset + .seconds(120))
+            #expect(result.succeeded == 40)
+            #expect(result.deadLettered == [bad.id])
+            // Its first failure went straight to an incident of its own (and a third failure,
+            // its second since, gave it up): no incident of the scope's.
+            let incidents = await bus.incidentsSoFar()
+            #expect(incidents.count == 1)
+            #expect(incidents.first?.fingerprint.job == bad.description)
+            #expect(api.tally.runs[bad.id] == 2)
+        }
+    }
+
+    /// Nothing served for ten minutes while files keep arriving: one incident, which holds the
+    /// scope and tests it with canaries, and sets no job aside, however often each is a canary;
+    /// once the API is back, every job is delivered.
+    @Test func anOutageIsOneIncidentThatHoldsAndSetsNothingAsideHoweverLong() async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await PacingTests.history(bus, clock)
+            let start = clock.now.offset
+            let api = ModelAPI(.down([start..<(start + .seconds(600))]), clock: clock)
+            let result = await drive(PacingTests.jobs(60), through: bus, against: api, clock: clock, spacing: .seconds(10), step: .milliseconds(50), limit: start + .seconds(900))
+            #expect(result.succeeded == 60)
+            let incidents = await bus.incidentsSoFar()
+            #expect(incidents.count == 1, "\(incidents.map { "\($0.id) \($0.fingerprint)" })")
+            #expect(incidents.first?.fingerprint.job == nil)
+            // Held: a canary at a time, paced by the retry budget (at most 10, then 9 a minute),
+            // not a retry per job.
+            let during = api.tally.arrivedAt.count { $0 >= start && $0 < start + .seconds(600) }
+            #expect(during < 10 + 9 * 10 + 10, "\(during) requests during the outage")
         }
     }
 
     @Test func whenNothingSucceedsEveryFailedJobTakesItsTurnAsTheCanary() async throws {
         var configuration = Self.configuration
+        configuration.settleWindow = .zero
         configuration.backoff = .init(base: .seconds(1), factor: 1, cap: .seconds(1))
         try await withRunningBus(configuration: configuration) { bus, clock, events in
             let runs = OrderLog()
@@ -98,9 +141,9 @@ struct IsolationTests {
                 clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
                 try await events.next(.canaryFailed)
             }
-            // The first run of job 0 (1 and 2 arrived held), then canaries: those that merely
-            // waited first, then each failed one in turn. One job failing for a reason of its own
-            // cannot be every canary.
+            // The first run of job 0 (1 and 2 arrived held: nothing was ever served), then
+            // canaries: those that merely waited first, then each failed one in turn. One job
+            // failing for a reason of its own cannot be every canary.
             #expect(runs.values == [0, 1, 2, 0, 1])
             let snapshot = await bus.snapshot()
             #expect(snapshot.incidents.count == 1, "an outage is one incident: nothing tells a job apart")
@@ -108,78 +151,26 @@ struct IsolationTests {
         }
     }
 
-    /// A server that answered goes down again while the incident releases its jobs: the first
-    /// job that then fails may be taken for one failing on its own (nothing tells it apart
-    /// yet), the next ones are not, and they stop the release as an outage does.
-    @Test func whenTheServerGoesDownAgainMidReleaseItsFailuresAreNotTakenForTheJobs() async throws {
-        var configuration = Self.configuration
-        configuration.concurrency = .fixed(16)
-        try await withRunningBus(configuration: configuration) { bus, clock, events in
-            let apiDown = Flag(true)
-            // Four uploads under way when the server goes down: all four fail.
-            let barrier = Barrier(count: 4)
-            await withDiscardingTaskGroup { group in
-                for number in 0..<4 {
-                    group.addTask {
-                        _ = await bus.submit(.sync(number)) {
-                            await barrier.arriveAndWait()
-                            if apiDown.isSet { throw TestFailure.transient }
-                        } completion: { _ in }
-                    }
-                }
-            }
-            let outage = try #require(try await events.next(.incidentOpened).incident)
-            #expect(await bus.heldJobs().allSatisfy(\.hasFailed))
-            // Job 4 merely waits: it will be the canary; the four that failed go after it.
-            let deliveries = Counter()
-            _ = await bus.submit(.sync(4)) {
-                if apiDown.isSet { throw TestFailure.transient }
-                // The server goes down again right after it answered.
-                if deliveries.increment() == 1 { apiDown.set(true) }
-            } completion: { _ in }
-            apiDown.set(false)
-            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            let stopped = try #require(try await events.next(.releaseStopped).incident)
-            #expect(stopped.id == outage.id)
-            let snapshot = await bus.snapshot()
-            let own = snapshot.incidents.filter { $0.fingerprint.job != nil }
-            #expect(own.count <= 1, "at most the first failure after the success is taken for the job's own: \(own.map(\.fingerprint))")
-            #expect(snapshot.incidents.first { $0.id == outage.id }?.parked == 4 - own.count)
-        }
-    }
-
-    @Test func aRealOutageAfterwardsHoldsTheBadJobsRetriesWithoutCountingThem() async throws {
+    /// A server that answered goes down again while its jobs are being released: the failures
+    /// that follow may pace at first (a share of runs failing), but soon say the server serves no
+    /// more, and the incident holds it again; no job is taken for failing on its own.
+    @Test func whenTheServerGoesDownAgainMidReleaseTheIncidentHoldsAgainAndSetsNothingAside() async throws {
         try await withRunningBus(configuration: Self.configuration) { bus, clock, events in
-            let apiDown = Flag(false)
-            let poisonRuns = Counter()
-            _ = await bus.submit(Self.poison) {
-                _ = poisonRuns.increment()
-                throw TestFailure.transient
-            } completion: { _ in }
-            let outage = try #require(try await events.next(.incidentOpened).incident)
-            _ = await bus.submit(.sync(1)) {
-                if apiDown.isSet { throw TestFailure.transient }
-            } completion: { _ in }
-            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            #expect(try await events.next(.incidentResolved).incident?.id == outage.id)
-            let own = try #require(await bus.snapshot().incidents.first)
-            #expect(own.fingerprint.job != nil)
-            #expect(poisonRuns.count == 2)
-
-            // Now everything fails: an incident of everyone's holds the scope, and the bad job's
-            // own retry waits for it instead of running and counting against its attempts.
-            apiDown.set(true)
-            _ = await bus.submit(.sync(2)) { throw TestFailure.transient } completion: { _ in }
-            let everyone = try #require(try await events.next(.incidentOpened).incident)
-            #expect(everyone.fingerprint.job == nil)
-            let ownNext = try #require(await bus.incident(own.id).next)
-            clock.advance(by: ownNext.delay)
-            // The next word of its own incident: its retry put off, not run.
-            var event = try await events.next(.policyScheduled)
-            while event.incident?.id != own.id { event = try await events.next(.policyScheduled) }
-            #expect(poisonRuns.count == 2, "held by the outage, the bad job did not run")
-            #expect(events.count(of: .canaryFailed) == 0)
-            #expect(try await bus.incident(own.id).state == .waiting)
+            await PacingTests.history(bus, clock)
+            let start = clock.now.offset
+            // Down 20 s, up 2 s, down again 60 s, while a job arrives every 100 ms.
+            let second = (start + .seconds(22))..<(start + .seconds(82))
+            let api = ModelAPI(.down([start..<(start + .seconds(20)), second]), clock: clock)
+            let result = await drive(PacingTests.jobs(900), through: bus, against: api, clock: clock, spacing: .milliseconds(100), step: .milliseconds(20), limit: start + .seconds(300))
+            #expect(result.succeeded == 900)
+            #expect(result.deadLettered.isEmpty)
+            let incidents = await bus.incidentsSoFar()
+            #expect(incidents.count == 1, "one incident, within its settle window: \(incidents.map { "\($0.id) \($0.fingerprint)" })")
+            #expect(incidents.allSatisfy { $0.fingerprint.job == nil }, "nothing set aside")
+            // It held again soon: in the second outage a handful of runs paced before the failures
+            // in a row said the server serves no more, then canaries at the retry budget's pace.
+            let during = api.tally.arrivedAt.count { second.contains($0) }
+            #expect(during < 40, "\(during) requests during the second outage")
         }
     }
 
@@ -212,39 +203,4 @@ struct IsolationTests {
             }
         }
     }
-
-    @Test func aJobOnItsOwnThatFailsWhileTheOutageReleasesOthersStaysOnItsOwn() async throws {
-        var configuration = Self.configuration
-        configuration.concurrency = .fixed(4)
-        try await withRunningBus(configuration: configuration) { bus, clock, events in
-            _ = await bus.submit(Self.poison) { throw TestFailure.transient } completion: { _ in }
-            let outage = try #require(try await events.next(.incidentOpened).incident)
-            let releasing = Barrier(count: 2)
-            let finish = Barrier(count: 2)
-            _ = await bus.submit(.sync(1)) {} completion: { _ in }
-            // Still running when the bad job's own retry comes: the outage is still releasing.
-            _ = await bus.submit(.sync(2)) {
-                await releasing.arriveAndWait()
-                await finish.arriveAndWait()
-            } completion: { _ in }
-            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            let own = try #require(try await events.next(.incidentOpened).incident)
-            #expect(own.fingerprint.job == Self.poison.description)
-            await releasing.arriveAndWait()
-            #expect(try await bus.incident(outage.id).state == .releasing)
-
-            let scheduled = try #require(try await events.next(.policyScheduled).incident)
-            #expect(scheduled.id == own.id)
-            clock.advance(by: try #require(scheduled.next?.delay))
-            // Its failure is its own again: counted there, not taken for the outage's, and its
-            // incident does not end as if its cause were gone.
-            #expect(try await events.next(.canaryFailed).incident?.id == own.id)
-            let stillOwn = try await bus.incident(own.id)
-            #expect(stillOwn.resolution == nil)
-            #expect(stillOwn.parked == 1)
-            #expect(stillOwn.failures == 2)
-            await finish.arriveAndWait()
-        }
-    }
-
 }

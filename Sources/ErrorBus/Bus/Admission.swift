@@ -1,37 +1,65 @@
 import DequeModule
 
 /// Whether a job may start now, decided without a hop to the actor: nothing holds its scope,
-/// realm or service back, and its scope has a free concurrency slot.
+/// realm or service back, and its scope has a free concurrency slot and, when its rate is
+/// limited, a token.
 ///
 /// The held keys and the lifecycle mirror the actor's state (written only by the actor, under
-/// the lock); the slots are owned here: each scope's ``ConcurrencyLimit``, the runs waiting for
-/// one of its slots, oldest first, and the pause a server's rate-limit fields asked for. So is
-/// when each service's latest successful run at a scope started: what tells a job that fails
-/// while others succeed (the bus asks it when a job fails again).
+/// the lock); the slots are owned here: each scope's ``ConcurrencyLimit`` and ``AdaptiveRate``,
+/// the runs waiting for one of its slots, oldest first, and the pause a server's rate-limit fields
+/// asked for. So are what each service's runs at a scope came to (``ScopeOutcomes``), which the
+/// bus asks when a job fails: successes are recorded here as their slots are given back, without
+/// a hop to the actor.
 struct Admission: Sendable {
     var held: Set<HoldKey> = []
     private(set) var stopped = false
     private var scopes: [String: Scope] = [:]
     private let concurrency: ErrorBusConfiguration.Concurrency
+    private let pacing: ErrorBusConfiguration.Pacing
 
     struct Scope: Sendable {
         var limit: ConcurrencyLimit<TimelineInstant>
+        var rate: AdaptiveRate<TimelineInstant>
         var waiting = Deque<Waiter>()
         /// No slot is given out before this (a server said its quota is spent).
         var pausedUntil: TimelineInstant?
-        /// When the latest successful run of each service started.
-        var latestSuccess: [String: TimelineInstant] = [:]
+        /// When the timer that hands out the slots a rate or a pause withholds is armed for.
+        var wakeAt: TimelineInstant?
+        /// What each service's runs came to.
+        var outcomes: [String: ScopeOutcomes] = [:]
     }
 
     /// A run waiting for a slot.
     struct Waiter: Sendable {
         let serial: UInt64
         let job: Job
+        /// Whether it runs a job again (released, retried): those go before first runs, which
+        /// arrived later.
+        var isRetry = false
         let continuation: CheckedContinuation<SlotGrant, Never>
     }
 
-    init(concurrency: ErrorBusConfiguration.Concurrency) {
+    /// How a run that held a slot ended, as the scope's limits learn from it.
+    struct Ending: Sendable {
+        var outcome: ConcurrencyLimit<TimelineInstant>.Outcome
+        /// When the run started: a refusal of a run that started before the rate's last cut says
+        /// nothing new.
+        var startedAt: TimelineInstant
+        /// Whether it was a fresh run (``ScopeOutcomes``).
+        var fresh: Bool
+        /// Whether it counts in the scope's outcomes: not when its job is set aside on its own.
+        var counts: Bool
+        /// Whether the scope's limits learn from it: not when its job is set aside on its own, or
+        /// its failures nearly single it out.
+        var teaches: Bool
+        /// The number of its job's fresh run that failed, when its failures since nearly single
+        /// it out (``ScopeOutcomes/suspect(freshRun:)``): a success clears it.
+        var suspected: UInt64? = nil
+    }
+
+    init(concurrency: ErrorBusConfiguration.Concurrency, pacing: ErrorBusConfiguration.Pacing) {
         self.concurrency = concurrency
+        self.pacing = pacing
     }
 
     /// Whether a job may run without asking the bus: nothing holds any of its keys.
@@ -45,23 +73,32 @@ struct Admission: Sendable {
     }
 
     /// Takes a slot for a run of `job` now (`.granted`), or tells it to ask the bus because
-    /// something holds it back (`.ask`); `nil`: it must wait, and ``wait(_:)`` queues it.
-    mutating func enter(_ job: Job, at now: TimelineInstant) -> SlotGrant? {
-        guard mayRun(job) else { return .ask }
+    /// something holds it back (`.ask`); `nil`: it must wait, and ``wait(_:)`` queues it. When
+    /// its scope's rate or pause withholds the slot, `wake` is when to hand out slots again, if
+    /// no timer is armed for then yet.
+    mutating func enter(_ job: Job, at now: TimelineInstant) -> (grant: SlotGrant?, wake: TimelineInstant?) {
+        guard mayRun(job) else { return (.ask, nil) }
         return withScope(job.scope) { scope in
-            if let until = scope.pausedUntil {
-                guard now >= until else { return nil }
-                scope.pausedUntil = nil
-            }
             // Whoever waits already goes first.
-            guard scope.waiting.isEmpty, scope.limit.acquire() else { return nil }
-            return .granted
+            guard scope.waiting.isEmpty else { return (nil, nil) }
+            switch scope.take(at: now) {
+            case .taken: return (.granted, nil)
+            case .full: return (nil, nil)
+            case .due(let due): return (nil, scope.arm(due))
+            }
         }
     }
 
-    /// Queues a run for the next free slot of its scope.
+    /// Queues a run for the next free slot of its scope: a job run again after the other jobs
+    /// run again, before every first run.
     mutating func wait(_ waiter: Waiter) {
-        withScope(waiter.job.scope) { $0.waiting.append(waiter) }
+        withScope(waiter.job.scope) { scope in
+            guard waiter.isRetry, let firstRun = scope.waiting.firstIndex(where: { !$0.isRetry }) else {
+                scope.waiting.append(waiter)
+                return
+            }
+            scope.waiting.insert(waiter, at: firstRun)
+        }
     }
 
     /// Takes a waiting run out of the queue (its task was cancelled); `nil` when a slot or an
@@ -72,50 +109,88 @@ struct Admission: Sendable {
     }
 
     /// Gives back a run's slot with what the run came to, and hands free slots to the runs
-    /// waiting: the caller resumes them, outside the lock.
-    mutating func release(_ job: Job, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) -> [(Waiter, SlotGrant)] {
+    /// waiting: the caller resumes them, outside the lock, and arms a timer for `wake`, if any.
+    mutating func release(_ job: Job, _ ending: Ending, at now: TimelineInstant) -> (answers: [(Waiter, SlotGrant)], wake: TimelineInstant?) {
         withScope(job.scope) { scope in
-            scope.limit.release(outcome, at: now)
-            if case .success(let latency) = outcome { scope.succeeded(job.service, startedAt: now.advanced(by: .zero - latency)) }
+            if ending.counts, case .success = ending.outcome {
+                scope.outcomes[job.service, default: ScopeOutcomes()].succeeded(fresh: ending.fresh)
+                if let suspected = ending.suspected { scope.outcomes[job.service]?.clear(freshRun: suspected) }
+            }
+            guard ending.teaches else {
+                scope.limit.release(.other, at: now)
+                return
+            }
+            scope.limit.release(ending.outcome, at: now)
+            switch ending.outcome {
+            case .success: scope.rate.succeeded(at: now)
+            case .overloaded: scope.rate.refused(sentAt: ending.startedAt, at: now)
+            case .backPressure, .other: scope.rate.answered(at: now)
+            }
         }
         return admitWaiting(job.scope, at: now)
     }
 
-    /// Teaches a scope's limit the latency of a successful run that held no slot (a canary).
-    mutating func calibrate(_ job: Job, with latency: Duration, at now: TimelineInstant) {
+    /// Learns from a successful run that held no slot (a canary): its latency calibrates the
+    /// scope's limit, and it counts as the scope serving when it `counts`.
+    mutating func calibrate(_ job: Job, with latency: Duration, fresh: Bool, counts: Bool, suspected: UInt64? = nil) {
         withScope(job.scope) { scope in
             scope.limit.calibrate(latency)
-            scope.succeeded(job.service, startedAt: now.advanced(by: .zero - latency))
+            guard counts else { return }
+            scope.outcomes[job.service, default: ScopeOutcomes()].succeeded(fresh: fresh)
+            if let suspected { scope.outcomes[job.service]?.clear(freshRun: suspected) }
         }
     }
 
-    /// When the latest successful run of `service` at `scope` started; `nil` if none did yet.
-    func latestSuccess(of service: String, at scope: String) -> TimelineInstant? {
-        scopes[scope]?.latestSuccess[service]
+    /// Records a failure of a run of `job` that may be its scope's (`unreachable`, `transient`,
+    /// `rateLimited`), and returns what the service's runs at the scope now say.
+    mutating func failed(_ job: Job, fresh: Bool, cause: String) -> (outcomes: ScopeOutcomes, freshRun: UInt64?) {
+        withScope(job.scope) { scope in
+            let number = scope.outcomes[job.service, default: ScopeOutcomes()].failed(fresh: fresh, cause: cause, job: job.id.hashValue)
+            return (scope.outcomes[job.service]!, number)
+        }
+    }
+
+    /// The job whose fresh run `freshRun` failed is nearly singled out by its failures since
+    /// (``ScopeOutcomes/suspect(freshRun:)``).
+    mutating func suspect(_ job: Job, freshRun: UInt64) {
+        withScope(job.scope) { $0.outcomes[job.service]?.suspect(freshRun: freshRun) }
+    }
+
+    /// What `service`'s runs at `scope` came to lately.
+    func outcomes(of service: String, at scope: String) -> ScopeOutcomes {
+        scopes[scope]?.outcomes[service] ?? ScopeOutcomes()
+    }
+
+    /// Teaches a scope's rate what the scope said of its quota.
+    mutating func quota(_ scope: String, remaining: Int, reset: Duration, at now: TimelineInstant) {
+        withScope(scope) { $0.rate.quota(remaining: remaining, reset: reset, at: now) }
     }
 
     /// Hands free slots of a scope to the runs waiting for them, oldest first; a run that
-    /// something holds back now is told to ask the bus instead.
-    mutating func admitWaiting(_ scope: String, at now: TimelineInstant) -> [(Waiter, SlotGrant)] {
+    /// something holds back now is told to ask the bus instead. `wake`: when to try again, for
+    /// the slots the scope's rate or pause withholds now, if no timer is armed for then yet.
+    mutating func admitWaiting(_ scope: String, at now: TimelineInstant) -> (answers: [(Waiter, SlotGrant)], wake: TimelineInstant?) {
         // Taken out while it is worked on, so that `mayRun` can read the rest.
-        guard var slots = scopes.removeValue(forKey: scope) else { return [] }
+        guard var slots = scopes.removeValue(forKey: scope) else { return ([], nil) }
         defer { scopes[scope] = slots }
-        if let until = slots.pausedUntil {
-            guard now >= until else { return [] }
-            slots.pausedUntil = nil
-        }
+        if let armed = slots.wakeAt, armed <= now { slots.wakeAt = nil }
         var answers: [(Waiter, SlotGrant)] = []
         while let waiter = slots.waiting.first {
             if !mayRun(waiter.job) {
                 answers.append((waiter, .ask))
-            } else if slots.limit.acquire() {
-                answers.append((waiter, .granted))
             } else {
-                break
+                switch slots.take(at: now) {
+                case .taken:
+                    answers.append((waiter, .granted))
+                case .full:
+                    return (answers, nil)
+                case .due(let due):
+                    return (answers, slots.arm(due))
+                }
             }
             slots.waiting.removeFirst()
         }
-        return answers
+        return (answers, nil)
     }
 
     /// No slot of `scope` is given out before `until`.
@@ -132,6 +207,7 @@ struct Admission: Sendable {
         guard let scope = key.scope, scopes[scope] != nil else { return [] }
         return withScope(scope) { slots in
             slots.limit.hold()
+            slots.rate.hold()
             var turnedAway: [Waiter] = []
             slots.waiting.removeAll { waiter in
                 guard key.holds(waiter.job) else { return false }
@@ -146,7 +222,10 @@ struct Admission: Sendable {
     mutating func unhold(_ key: HoldKey) {
         held.remove(key)
         guard let scope = key.scope, scopes[scope] != nil, !isHeld(scope) else { return }
-        withScope(scope) { $0.limit.resume() }
+        withScope(scope) {
+            $0.limit.resume()
+            $0.rate.hold()
+        }
     }
 
     /// Whether some key holds (some of) the scope's jobs back.
@@ -165,15 +244,16 @@ struct Admission: Sendable {
         return waiters
     }
 
-    /// Each scope's limit, for a snapshot.
-    var limits: [ScopeConcurrency] {
+    /// Each scope's limits, for a snapshot.
+    func limits(at now: TimelineInstant) -> [ScopeConcurrency] {
         scopes.map { name, slots in
             ScopeConcurrency(
                 scope: name,
                 limit: slots.limit.permits,
                 inFlight: slots.limit.inFlight,
                 waiting: slots.waiting.count,
-                isHeld: slots.limit.isHeld
+                isHeld: slots.limit.isHeld,
+                rate: slots.rate.limit(at: now)
             )
         }
         .sorted { $0.scope < $1.scope }
@@ -181,7 +261,7 @@ struct Admission: Sendable {
 
     private mutating func withScope<Result>(_ name: String, _ body: (inout Scope) -> Result) -> Result {
         if scopes[name] == nil {
-            var scope = Scope(limit: ConcurrencyLimit(concurrency))
+            var scope = Scope(limit: ConcurrencyLimit(concurrency), rate: AdaptiveRate(pacing))
             if isHeld(name) { scope.limit.hold() }
             scopes[name] = scope
         }
@@ -190,9 +270,32 @@ struct Admission: Sendable {
 }
 
 extension Admission.Scope {
-    mutating func succeeded(_ service: String, startedAt start: TimelineInstant) {
-        if let latest = latestSuccess[service], latest >= start { return }
-        latestSuccess[service] = start
+    enum Take {
+        /// A slot and, when the rate is limited, a token: the run may start.
+        case taken
+        /// Every slot is taken: the next run ending frees one.
+        case full
+        /// The rate or a pause withholds the slot until then.
+        case due(TimelineInstant)
+    }
+
+    /// Takes a slot and a token for a run starting at `now`.
+    mutating func take(at now: TimelineInstant) -> Take {
+        if let until = pausedUntil {
+            guard now >= until else { return .due(until) }
+            pausedUntil = nil
+        }
+        guard limit.hasFreeSlot else { return .full }
+        if let due = rate.take(at: now) { return .due(due) }
+        _ = limit.acquire()
+        return .taken
+    }
+
+    /// Arms the scope's timer for `due` unless it is armed as soon: the instant to arm it for.
+    mutating func arm(_ due: TimelineInstant) -> TimelineInstant? {
+        if let armed = wakeAt, armed <= due { return nil }
+        wakeAt = due
+        return due
     }
 }
 
@@ -220,12 +323,16 @@ public struct ScopeConcurrency: Sendable, Equatable {
     public var waiting: Int
     /// Whether an incident holds it (the limit does not grow).
     public var isHeld: Bool
+    /// The requests a second it is sent at most (``AdaptiveRate``); `nil` while its rate is not
+    /// limited.
+    public var rate: Double?
 
-    public init(scope: String, limit: Int, inFlight: Int, waiting: Int, isHeld: Bool) {
+    public init(scope: String, limit: Int, inFlight: Int, waiting: Int, isHeld: Bool, rate: Double? = nil) {
         self.scope = scope
         self.limit = limit
         self.inFlight = inFlight
         self.waiting = waiting
         self.isHeld = isHeld
+        self.rate = rate
     }
 }

@@ -14,7 +14,8 @@ extension ErrorBus {
         _ failure: Failure,
         parking command: Command?,
         policy: IncidentPolicy<TimelineInstant>? = nil,
-        isolation: Bool = false
+        isolation: Bool = false,
+        pacing: Bool = false
     ) -> (id: IncidentID, decision: FailureDecision?) {
         let id = IncidentID(rawValue: nextIncidentID)
         nextIncidentID += 1
@@ -28,8 +29,14 @@ extension ErrorBus {
         )
         incidents[id] = incident
         openIncidents[failure.fingerprint] = incident
-        if let key = incident.holdKey { hold(key, by: incident) }
-        if !incident.parks { incident.state = .collecting }
+        if pacing {
+            // Its scope serves others: nothing is held, and its policy starts only if the scope
+            // stops serving.
+            incident.state = .pacing
+        } else {
+            if let key = incident.holdKey { hold(key, by: incident) }
+            if !incident.parks { incident.state = .collecting }
+        }
         logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
 
         // Subscribers see the incident opened with its first step already decided (what it
@@ -38,11 +45,15 @@ extension ErrorBus {
         eventsHeldForOpening = []
         var decision: FailureDecision?
         if let command {
-            decision = incident.parks
-                ? park(command, in: incident, failed: true, failure: failure)
-                : deadLetter(command, failure, in: incident)
+            if pacing {
+                decision = pace(command, failure, in: incident)
+            } else {
+                decision = incident.parks
+                    ? park(command, in: incident, failed: true, failure: failure)
+                    : deadLetter(command, failure, in: incident)
+            }
         }
-        execute(incident.policy.start(with: failure, at: now, using: &random), for: incident)
+        if !pacing { execute(incident.policy.start(with: failure, at: now, using: &random), for: incident) }
         let held = eventsHeldForOpening ?? []
         eventsHeldForOpening = nil
         emit(BusEvent(kind: .incidentOpened, incident: incident.snapshot(at: now)))
@@ -169,6 +180,14 @@ extension ErrorBus {
     func transition(_ incident: IncidentRecord, to state: IncidentState) {
         let wasHolding = incident.state.holdsScope
         incident.state = state
+        if !state.releases {
+            // Its release, if one runs, ends at its next job (the generation changed).
+            incident.isReleasing = false
+        }
+        if state.holdsScope {
+            // Held, its jobs wait for the incident's next step: none waits out a back-off.
+            _ = incident.moveDue(at: nil)
+        }
         guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
         if state.holdsScope {
             hold(key, by: incident)
@@ -327,8 +346,32 @@ extension ErrorBus {
         if incident.isEmpty {
             if incident.fingerprint.kind == .invalid { resolve(incident, as: .closed) } else { recovered(incident) }
         } else {
+            incident.isReleasing = true
             work.yield(.release(incident.id, generation: incident.generation))
         }
+    }
+
+    /// Arms the one timer of an incident's jobs waiting out a back-off for the soonest, unless
+    /// one is armed as soon.
+    func armDelayedWake(_ incident: IncidentRecord) {
+        guard let due = incident.nextDue else { return }
+        if let armed = incident.delayedWakeAt, armed <= due { return }
+        incident.delayedWakeAt = due
+        work.yield(.delayedDue(incident.id, deadline: due))
+    }
+
+    /// The back-off of some of an incident's jobs is over: they may run again, with its release
+    /// (which starts if none runs) while it releases or paces, or when its next step says so.
+    func delayedDue(_ id: IncidentID, armedFor deadline: TimelineInstant) {
+        // A timer armed for a later instant than the one now armed was overtaken: the sooner one
+        // moved everything due.
+        guard let incident = incidents[id], incident.delayedWakeAt == deadline else { return }
+        incident.delayedWakeAt = nil
+        if incident.moveDue(at: clock.now()), incident.state.releases, !incident.isReleasing {
+            incident.isReleasing = true
+            work.yield(.release(incident.id, generation: incident.generation))
+        }
+        armDelayedWake(incident)
     }
 
     /// Runs an incident's parked jobs again, each after a random delay of up to
@@ -357,7 +400,7 @@ extension ErrorBus {
 
     /// The next job to release, with its start delay; `nil` once release is over or stopped.
     private func nextReleased(_ id: IncidentID, generation: UInt64) -> (Command, Duration)? {
-        guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else {
+        guard let incident = incidents[id], incident.generation == generation, incident.state.releases else {
             return nil
         }
         while let command = takeFirst(from: incident) {
@@ -378,11 +421,16 @@ extension ErrorBus {
     }
 
     private func releaseFinished(_ id: IncidentID, generation: UInt64) {
-        guard let incident = incidents[id], incident.generation == generation, incident.state == .releasing else { return }
+        guard let incident = incidents[id], incident.generation == generation, incident.state.releases else { return }
         if incident.isEmpty {
+            incident.isReleasing = false
             recovered(incident)
-        } else {
+        } else if incident.hasReady {
             work.yield(.release(id, generation: generation))
+        } else {
+            // Only jobs waiting out a back-off are left: the next of them due starts the next
+            // release.
+            incident.isReleasing = false
         }
     }
 

@@ -1,3 +1,4 @@
+import ErrorBusUnits
 import HeapModule
 import Logging
 import Synchronization
@@ -96,6 +97,49 @@ extension ErrorBus {
         let deadline = clock.now().advanced(by: delay)
         admission.withLock { $0.pause(scope, until: deadline) }
         work.yield(.paceTimer(scope: scope, deadline: deadline))
+    }
+
+    /// What the server of `job`'s scope said of the client's quota with an answer (a `RateLimit`,
+    /// `RateLimit-Policy` or `X-RateLimit-*` field): `remaining` requests until it resets after
+    /// `reset`.
+    ///
+    /// The scope's rate is capped at this client's share of what remains, spread over the time
+    /// left (``AdaptiveRate``): a quota is spent evenly over its window, not at its start, and a
+    /// fleet sharing one quota spends it evenly together. With nothing left, nothing of the scope
+    /// starts before the reset, and an incident of the job's service says so (`rateLimited`,
+    /// cause ``quotaSpentCause``), holding its work until then: the server's own word that it is
+    /// pacing is told, not kept silent. Runs under way go on.
+    public nonisolated func quota(remaining: Int, reset: Duration, for job: Job) {
+        guard reset > .zero, remaining >= 0 else { return }
+        let now = clock.now()
+        admission.withLock { admission in
+            admission.quota(job.scope, remaining: remaining, reset: reset, at: now)
+            if remaining == 0 { admission.pause(job.scope, until: now.advanced(by: reset)) }
+        }
+        if remaining == 0 {
+            work.yield(.paceTimer(scope: job.scope, deadline: now.advanced(by: reset)))
+            work.yield(.quotaSpent(job, reset: reset))
+        }
+    }
+
+    /// The cause of the incident a spent quota opens (``quota(remaining:reset:for:)``).
+    public static let quotaSpentCause = "quotaSpent"
+
+    /// Opens (or joins) the incident that tells that `job`'s scope has no quota left until its
+    /// reset.
+    func quotaSpent(_ job: Job, reset: Duration) {
+        let failure = Failure(
+            category: .rateLimited(retryAfter: reset),
+            scope: job.defaultScope(for: .rateLimited),
+            cause: Self.quotaSpentCause,
+            service: job.service,
+            text: OperatorText(
+                title: "Quota spent",
+                message: "\(job.scope) said no request of its quota remains until it resets in \(DurationText.format(reset)).",
+                next: "\(job.service) waits for the reset; nothing is lost. If this recurs, ask for a larger quota or send less."
+            )
+        )
+        report(failure)
     }
 
     /// Whether an open incident (or the bus's stop) holds back jobs like `job` now: submitted, it
@@ -229,13 +273,14 @@ extension ErrorBus {
         while true {
             let takesSlot = context.takesSlot
             if takesSlot {
-                switch await slot(for: command) {
+                switch await slot(for: command, retry: context != .first) {
                 case .granted:
                     // Checked once the slot is had, which may have taken a while. (A canary
                     // takes none: its incident checked it when it took it, and must hear how
                     // its run went.)
                     if command.hasExpired(at: clock.now()) {
-                        releaseSlot(command.job, .other, at: clock.now())
+                        let now = clock.now()
+                        releaseSlot(command.job, Admission.Ending(outcome: .other, startedAt: now, fresh: false, counts: false, teaches: false), at: now)
                         return .stopped(JobStopped(evaluation: .cancel, reason: .expired))
                     }
                 case .cancelled:
@@ -251,6 +296,8 @@ extension ErrorBus {
                 }
             }
             let started = clock.now()
+            // Whether another job of its scope succeeds while this run is under way.
+            let successesBefore = admission.withLock { $0.outcomes(of: command.job.service, at: command.job.scope).successes }
             command.limits?.runs.add(1, ordering: .relaxed)
             let underWay = running.withLock { $0.start(command.job) }
             do {
@@ -260,17 +307,17 @@ extension ErrorBus {
                 let now = clock.now()
                 let latency = started.duration(to: now)
                 if takesSlot {
-                    releaseSlot(command.job, .success(latency: latency), at: now)
+                    releaseSlot(command.job, ending(command, .success(latency: latency), startedAt: started), at: now)
                 } else {
-                    admission.withLock { $0.calibrate(command.job, with: latency, at: now) }
+                    admission.withLock { $0.calibrate(command.job, with: latency, fresh: command.isFresh, counts: command.counts, suspected: command.suspectedFreshRun) }
                 }
                 pendingSuccesses.add(1, ordering: .relaxed)
                 return .completed
             } catch {
-                let decision = await failed(command, error, context, startedAt: started, retried: retried)
+                let decision = await failed(command, error, context, startedAt: started, successesBefore: successesBefore, retried: retried)
                 // Given back once the failure is routed: runs waiting for the slot find the
                 // incident it opened holding the scope, and park.
-                if takesSlot { releaseSlot(command.job, Self.load(signalledBy: error), at: clock.now()) }
+                if takesSlot { releaseSlot(command.job, ending(command, Self.load(signalledBy: error), startedAt: started), at: clock.now()) }
                 if running.withLock({ $0.finish(underWay) }) {
                     // Cancelled while it ran: its failure counted, and it ends here.
                     return await stopCancelled(command, after: decision, context)
@@ -343,22 +390,25 @@ extension ErrorBus {
 
     /// Takes a slot of the command's scope, waiting for one if none is free; `.ask` when an
     /// incident (or the bus's stop) holds the job back.
-    private nonisolated func slot(for command: Command) async -> SlotGrant {
+    private nonisolated func slot(for command: Command, retry: Bool) async -> SlotGrant {
         let job = command.job
-        if let answer = admission.withLock({ $0.enter(job, at: clock.now()) }) { return answer }
+        let (grant, wake) = admission.withLock { $0.enter(job, at: clock.now()) }
+        wakeScope(job.scope, at: wake)
+        if let grant { return grant }
         if let deadline = command.limits?.expiresAt {
             // Its time limit counts while it waits.
             work.yield(.slotExpiry(serial: command.serial, scope: job.scope, deadline: deadline))
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let answer = admission.withLock { admission -> SlotGrant? in
+                let (answer, wake) = admission.withLock { admission -> (SlotGrant?, TimelineInstant?) in
                     // Asked again under the lock the waiter is queued under: a slot may have
                     // been freed since.
-                    if let answer = admission.enter(job, at: clock.now()) { return answer }
-                    admission.wait(Admission.Waiter(serial: command.serial, job: job, continuation: continuation))
-                    return nil
+                    let (grant, wake) = admission.enter(job, at: clock.now())
+                    if grant == nil { admission.wait(Admission.Waiter(serial: command.serial, job: job, isRetry: retry, continuation: continuation)) }
+                    return (grant, wake)
                 }
+                wakeScope(job.scope, at: wake)
                 if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
@@ -367,16 +417,31 @@ extension ErrorBus {
         }
     }
 
+    /// What a run that held a slot says of its scope.
+    private nonisolated func ending(_ command: Command, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, startedAt started: TimelineInstant) -> Admission.Ending {
+        Admission.Ending(outcome: outcome, startedAt: started, fresh: command.isFresh, counts: command.counts, teaches: command.teaches, suspected: command.suspectedFreshRun)
+    }
+
     /// Gives back a job's slot of its scope, and lets the runs it frees go on.
-    nonisolated func releaseSlot(_ job: Job, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, at now: TimelineInstant) {
-        let answers = admission.withLock { $0.release(job, outcome, at: now) }
+    nonisolated func releaseSlot(_ job: Job, _ ending: Admission.Ending, at now: TimelineInstant) {
+        let (answers, wake) = admission.withLock { $0.release(job, ending, at: now) }
+        wakeScope(job.scope, at: wake)
         for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
     }
 
-    /// Hands a scope's free slots to the runs waiting for them (its pause ended).
+    /// Hands a scope's free slots to the runs waiting for them (its pause ended, or its rate has a
+    /// token again).
     nonisolated func grantSlots(_ scope: String) {
-        let answers = admission.withLock { $0.admitWaiting(scope, at: clock.now()) }
+        let (answers, wake) = admission.withLock { $0.admitWaiting(scope, at: clock.now()) }
+        wakeScope(scope, at: wake)
         for (waiter, answer) in answers { waiter.continuation.resume(returning: answer) }
+    }
+
+    /// Arms the timer that hands out a scope's slots again at `deadline`, when its rate or a pause
+    /// withholds them until then.
+    private nonisolated func wakeScope(_ scope: String, at deadline: TimelineInstant?) {
+        guard let deadline else { return }
+        work.yield(.paceTimer(scope: scope, deadline: deadline))
     }
 
     /// What a failure says of its scope's load: a server that asked to slow down is overloaded,
@@ -406,9 +471,17 @@ extension ErrorBus {
         }
     }
 
-    /// Decides what becomes of a command whose run failed.
-    func failed(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, retried: Bool = false) -> FailureDecision {
-        let decision = decide(command, error, context, startedAt: started, retried: retried)
+    /// Decides what becomes of a command whose run failed. `successesBefore`: the successes of its
+    /// scope counted when the run started (``ScopeOutcomes/successes``).
+    func failed(
+        _ command: Command,
+        _ error: any Error,
+        _ context: AttemptContext,
+        startedAt started: TimelineInstant,
+        successesBefore: UInt64,
+        retried: Bool = false
+    ) -> FailureDecision {
+        let decision = decide(command, error, context, startedAt: started, successesBefore: successesBefore, retried: retried)
         // A canary that did not come back with its incident's cause means the cause is gone.
         if case .canary(let id) = context, let incident = incidents[id], incident.state == .canary {
             switch decision {
@@ -425,7 +498,7 @@ extension ErrorBus {
         return decision
     }
 
-    private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, retried: Bool) -> FailureDecision {
+    private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, successesBefore: UInt64, retried: Bool) -> FailureDecision {
         if lifecycle == .stopped {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
@@ -451,8 +524,8 @@ extension ErrorBus {
             return evaluate(evaluation, failure, command)
         case .unhandled(let failure):
             switch configuration.grouping {
-            case .byCause: return route(failure, command, context)
-            case .perJob: return route(failure.belonging(to: command.job), command, context)
+            case .byCause: return route(failure, command, context, successesBefore: successesBefore)
+            case .perJob: return route(failure.belonging(to: command.job), command, context, successesBefore: successesBefore)
             }
         }
     }
@@ -499,38 +572,63 @@ extension ErrorBus {
     }
 
     /// Joins the failure to its open incident or opens one, and parks the command under it; or,
-    /// for a job that fails while others succeed, gives it an incident of its own.
-    private func route(_ failure: Failure, _ command: Command, _ context: AttemptContext) -> FailureDecision {
+    /// for a job whose failures are its own, gives it an incident of its own.
+    ///
+    /// A failure that may be its scope's (`unreachable`, `transient`, `rateLimited`) is first
+    /// recorded in the scope's ``ScopeOutcomes`` and weighed as evidence against the job
+    /// (``ErrorBusConfiguration/Isolation``). Unless that singles the job out, the failure is the
+    /// scope's: while the scope still serves other jobs, a `transient` or `rateLimited` failure
+    /// paces (``pace(_:_:in:)``); otherwise its incident holds the scope.
+    private func route(_ failure: Failure, _ command: Command, _ context: AttemptContext, successesBefore: UInt64) -> FailureDecision {
         var command = command
-        let failedBefore = command.lastFailure
-        let now = clock.now()
-        command.lastFailure = now
-        // Whatever becomes of it, the next failure of its service and scope comes after this one.
-        let place = ServiceScope(service: command.job.service, scope: command.job.scope)
-        let previousFailure = failure.category.kind.isolates ? latestFailures.updateValue(now, forKey: place) : nil
+        let fresh = command.isFresh
+        command.failedRuns += 1
+        let kind = failure.category.kind
+        let tellsJobsApart = kind.isolates && configuration.grouping == .byCause
         let existing = openIncidents[failure.fingerprint]
-        if let retriedBy = context.incident, let retrying = incidents[retriedBy],
+        if tellsJobsApart, let retriedBy = context.incident, let retrying = incidents[retriedBy], retrying.isolation,
+           kind == retrying.fingerprint.kind,
            // Others fail so too when another incident of this cause holds the scope (not one
-           // that is releasing its jobs, whose cause is gone).
-           existing.map({ $0 === retrying || !$0.state.holdsScope }) ?? true,
-           failure.category.kind == retrying.fingerprint.kind, failure.category.kind.isolates, configuration.grouping == .byCause {
-            // Its own incident tried it again: it failed again the same way, whatever the cause
-            // this time (a request that never gets an answer times out one way or another),
-            // unless others now fail so too (then it waits with them, below).
-            if retrying.isolation { return failedOnItsOwn(command, failure, in: retrying) }
-            // An incident tried it again after others of its service and scope succeeded: its
-            // failure is its own. The incident goes on without it (a canary's incident releases
-            // the others).
-            if let failedBefore, othersSucceeded(command.job, since: max(failedBefore, previousFailure ?? failedBefore)) {
-                return isolate(command, failure)
-            }
+           // that paces or releases its jobs): then it waits with them, below.
+           existing.map({ $0 === retrying || !$0.state.holdsScope }) ?? true {
+            // Its own incident tried it again, and it failed again the same way, whatever the
+            // cause this time (a request that never gets an answer times out one way or another).
+            // It counts as failing on its own only if another job succeeded meanwhile.
+            let successes = admission.withLock { $0.outcomes(of: command.job.service, at: command.job.scope).successes }
+            let counts = successes != (command.successesAtLastFailure ?? successesBefore)
+            command.successesAtLastFailure = successes
+            return failedOnItsOwn(command, failure, in: retrying, counts: counts)
         }
+        var outcomes: ScopeOutcomes?
+        if tellsJobsApart && command.ownFailures == 0 {
+            // It failed on its own before the bus last started.
+            if command.job.failedOnItsOwn > 0 {
+                command.successesAtLastFailure = admission.withLock { $0.outcomes(of: command.job.service, at: command.job.scope).successes }
+                return isolate(command, failure, outcomes: nil)
+            }
+            let (recorded, freshRun) = admission.withLock { $0.failed(command.job, fresh: fresh, cause: failure.cause) }
+            if let freshRun { command.freshFailure = freshRun }
+            let wasSuspected = command.evidence >= Command.suspicion
+            command.evidence += recorded.evidence(ofFailureWith: failure.cause, after: command.successesAtLastFailure ?? successesBefore)
+            command.successesAtLastFailure = recorded.successes
+            if !wasSuspected, let freshRun = command.suspectedFreshRun {
+                // Its failures nearly single it out: its fresh failure no longer counts as one of
+                // the scope's.
+                admission.withLock { $0.suspect(command.job, freshRun: freshRun) }
+            }
+            if command.evidence >= configuration.isolation.evidence {
+                return isolate(command, failure, outcomes: recorded)
+            }
+            outcomes = recorded
+        }
+        // Whether the scope serves others while it refuses this job: then its incident paces.
+        let paces = kind.paces && outcomes?.serves == true
         guard let incident = existing else {
             guard lifecycle != .stopped else {
                 return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown, failure: failure))
             }
             // Opening an incident parks or dead-letters its first command.
-            return open(failure, parking: command).decision!
+            return open(failure, parking: command, pacing: paces).decision!
         }
         if !incident.parks {
             join(incident, failure)
@@ -545,19 +643,14 @@ extension ErrorBus {
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
             return decision
         }
-        if incident.state == .settling {
-            // Its cause came back within the settle window: the same incident again, its
-            // policy going on where it was.
+        if !incident.state.holdsScope {
+            // Releasing its jobs, pacing, or settling: its cause is back.
+            incident.failures &+= 1
+            incident.category = failure.category
+            if paces { return pace(command, failure, in: incident) }
+            // The scope serves no more: the incident holds it again, its policy going on where it
+            // was (within the settle window, the same incident again).
             incident.recovered = nil
-            incident.failures &+= 1
-            incident.category = failure.category
-            let decision = park(command, in: incident, failed: true, failure: failure)
-            releaseInterrupted(incident, by: failure)
-            return decision
-        }
-        if incident.state == .releasing {
-            incident.failures &+= 1
-            incident.category = failure.category
             let decision = park(command, in: incident, failed: true, failure: failure)
             releaseInterrupted(incident, by: failure)
             return decision
@@ -566,45 +659,83 @@ extension ErrorBus {
         return park(command, in: incident, failed: true, failure: failure)
     }
 
-    /// Whether a run of another job of `job`'s service and scope that started after `previous`
-    /// succeeded: after `job` last failed, and after any job of its service and scope last failed
-    /// (so that when a server that answered goes down again, the first of the jobs that then
-    /// fail may be taken for one failing on its own, but not the next ones).
-    private func othersSucceeded(_ job: Job, since previous: TimelineInstant) -> Bool {
-        guard let success = admission.withLock({ $0.latestSuccess(of: job.service, at: job.scope) }) else { return false }
-        return success > previous
+    /// Parks a command its scope refused while it served others under the scope's incident, which
+    /// paces: the job runs again after a back-off of its own (for a `rateLimited` failure, no
+    /// sooner than the server's hint, plus jitter), beside the incident's other jobs and the
+    /// scope's new work, at the pace the scope serves. Nothing is held back.
+    func pace(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
+        if incident.state != .pacing {
+            if incident.state == .settling {
+                // Its cause came back while it settled: its close is off.
+                incident.recovered = nil
+                incident.generation &+= 1
+                incident.next = nil
+            }
+            transition(incident, to: .pacing)
+            if eventsHeldForOpening == nil {
+                emit(BusEvent(kind: .pacingStarted, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
+            }
+        }
+        let due = clock.now().advanced(by: pacedRetryDelay(after: command.failedRuns, failure))
+        let decision = park(command, in: incident, failed: true, failure: failure, due: due)
+        armDelayedWake(incident)
+        return decision
     }
 
-    /// Gives a job that fails while others succeed an incident of its own, which holds back
-    /// nothing and retries it on the isolation's back-off.
-    private func isolate(_ command: Command, _ failure: Failure) -> FailureDecision {
+    /// How long a job its scope refused while it served others waits before it runs again: the
+    /// pacing back-off for its failures so far, and no less than the server's hint, plus jitter.
+    private func pacedRetryDelay(after failures: Int, _ failure: Failure) -> Duration {
+        var delay = Backoff(configuration.pacing.retry).delay(forAttempt: max(0, failures - 1), using: &random)
+        if let hint = failure.category.retryAfter {
+            let rateLimit = configuration.rateLimit
+            let clamped = min(max(hint, rateLimit.minimum), rateLimit.maximum)
+            delay = max(delay, clamped * (1 + Double.random(in: 0...rateLimit.jitter, using: &random)))
+        }
+        return delay
+    }
+
+    /// Gives a job whose failures are its own an incident of its own, which holds back nothing
+    /// and retries it on the isolation's back-off. `outcomes`: what its scope's runs came to,
+    /// which singled it out (`nil`: it was set aside before the bus last started).
+    private func isolate(_ command: Command, _ failure: Failure, outcomes: ScopeOutcomes?) -> FailureDecision {
         var command = command
-        command.ownFailures = 1
+        command.ownFailures = command.job.failedOnItsOwn + 1
         var own = failure.belonging(to: command.job)
         let text = failure.text
         let limit = configuration.isolation.maxAttempts
+        let how: String
+        if let outcomes {
+            let share = Int((outcomes.failureShare(of: failure.cause) * 100).rounded())
+            how = "\(command.job.shownName) fails while other \(command.job.service) jobs at \(failure.scope) succeed (it failed \(IncidentReporter.count(command.failedRuns, "time")) in a row; theirs fail so about \(share) % of the time)"
+        } else {
+            how = "\(command.job.shownName) fails on its own again (it did before the bus last started)"
+        }
         own.explain(OperatorText(
             title: "Fails on its own",
-            message: "\(command.job.shownName) fails while other \(command.job.service) jobs at \(failure.scope) succeed: \(text.title): \(text.message)",
+            message: "\(how): \(text.title): \(text.message)",
             next: limit.map { "It is retried on its own, at most \($0) times in all, then set aside as a dead letter; the other jobs go on." }
                 ?? "It is retried on its own until it succeeds; the other jobs go on."
         ))
         if let already = openIncidents[own.fingerprint] {
-            return failedOnItsOwn(command, failure, in: already)
+            return failedOnItsOwn(command, failure, in: already, counts: true)
         }
-        let (id, decision) = open(own, parking: limit == 1 ? nil : command, policy: IncidentPolicy(isolating: failure, configuration: configuration), isolation: true)
-        guard limit == 1, let incident = incidents[id] else { return decision! }
+        let parksIt = limit.map { command.ownFailures < $0 } ?? true
+        let (id, decision) = open(own, parking: parksIt ? command : nil, policy: IncidentPolicy(isolating: failure, configuration: configuration), isolation: true)
+        emit(BusEvent(kind: .jobIsolated, incident: incidents[id]?.snapshot(at: clock.now()), job: command.job, reason: own.text.message))
+        guard !parksIt, let incident = incidents[id] else { return decision! }
         return giveUp(command, failure, in: incident)
     }
 
     /// A job its own incident tried again failed again: parked for the next try, or given up.
-    private func failedOnItsOwn(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
+    /// `counts`: whether the failure counts as one on its own (another job succeeded since its
+    /// previous one); one that does not is retried without counting.
+    private func failedOnItsOwn(_ command: Command, _ failure: Failure, in incident: IncidentRecord, counts: Bool) -> FailureDecision {
         var command = command
-        command.ownFailures += 1
+        if counts { command.ownFailures += 1 }
         incident.failures &+= 1
         incident.category = failure.category
         incident.lastCheck = failure.text.message
-        if let limit = configuration.isolation.maxAttempts, command.ownFailures >= limit {
+        if counts, let limit = configuration.isolation.maxAttempts, command.ownFailures >= limit {
             return giveUp(command, failure, in: incident)
         }
         emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
@@ -621,7 +752,7 @@ extension ErrorBus {
         var given = failure
         given.explain(OperatorText(
             title: "Given up",
-            message: "\(command.job.shownName) failed \(IncidentReporter.count(command.ownFailures, "time")) while other \(command.job.service) jobs at \(failure.scope) succeeded; the last time: \(failure.text.title): \(failure.text.message)",
+            message: "\(command.job.shownName) failed \(IncidentReporter.count(command.ownFailures, "time")) on its own while other \(command.job.service) jobs at \(failure.scope) succeeded; the last time: \(failure.text.title): \(failure.text.message)",
             next: "It was set aside as a dead letter: retry it once its cause is fixed, or discard it."
         ))
         incident.givenUp = true
@@ -657,7 +788,8 @@ extension ErrorBus {
         _ command: Command,
         in incident: IncidentRecord,
         failed: Bool,
-        failure: Failure?
+        failure: Failure?,
+        due: TimelineInstant? = nil
     ) -> FailureDecision {
         if command.job.whenHeld == .failFast {
             return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure, incident: incident.id))
@@ -670,7 +802,7 @@ extension ErrorBus {
             emit(BusEvent(kind: .parkingOverflow, incident: incident.snapshot(at: clock.now()), job: command.job, reason: reason))
             return .stopped(JobStopped(evaluation: .cancel, reason: .parkingFull, failure: failure, incident: incident.id))
         }
-        incident.append(command, failed: failed)
+        incident.append(command, failed: failed, due: due)
         parkedTotal += 1
         scheduleExpiry(of: command)
         parkedWaiters.resume(parked: parkedTotal)

@@ -1,4 +1,5 @@
 import DequeModule
+import HeapModule
 import Synchronization
 
 extension ErrorBus {
@@ -10,6 +11,12 @@ extension ErrorBus {
     public func retry(incident id: IncidentID) throws(ErrorBusError) {
         guard let incident = incidents[id] else { throw .noSuchIncident(id) }
         switch incident.state {
+        case .pacing:
+            // Its jobs waiting out a back-off go now, at the scope's pace.
+            if incident.moveDue(at: nil), !incident.isReleasing {
+                incident.isReleasing = true
+                work.yield(.release(incident.id, generation: incident.generation))
+            }
         case .releasing, .canary, .probing, .reauthenticating:
             return
         default:
@@ -228,7 +235,7 @@ extension ErrorBus {
             heldByService: heldByService,
             retryBudgetTokens: budget.tokens,
             overflowedJobs: overflowCount,
-            concurrency: admission.withLock { $0.limits },
+            concurrency: admission.withLock { $0.limits(at: now) },
             isRunning: lifecycle == .running
         )
     }
@@ -271,6 +278,9 @@ extension ErrorBus {
             for command in incident.failed where service == nil || command.job.service == service {
                 held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: true))
             }
+            for entry in incident.delayed.unordered.sorted() where service == nil || entry.command.job.service == service {
+                held.append(HeldJob(job: entry.command.job, incident: incident.id, hasFailed: true))
+            }
         }
         return held
     }
@@ -286,7 +296,7 @@ extension ErrorBus {
             if let command = incident.waiting.first(where: matches) {
                 return HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation)
             }
-            if let command = incident.failed.first(where: matches) {
+            if let command = incident.failed.first(where: matches) ?? incident.delayed.unordered.first(where: { matches($0.command) })?.command {
                 return HeldJob(job: command.job, incident: incident.id, hasFailed: true)
             }
         }

@@ -103,6 +103,8 @@ public actor ErrorBus: Service {
         case probe(IncidentID, generation: UInt64, scope: String, kind: ErrorCategory.Kind)
         case reauthenticate(IncidentID, generation: UInt64, realm: String)
         case release(IncidentID, generation: UInt64)
+        /// The next of an incident's jobs waiting out a back-off is due.
+        case delayedDue(IncidentID, deadline: TimelineInstant)
         case withdraw(serial: UInt64)
         case expiryTimer(deadline: TimelineInstant)
         case retryNow(job: Job)
@@ -111,6 +113,8 @@ public actor ErrorBus: Service {
         case slotExpiry(serial: UInt64, scope: String, deadline: TimelineInstant)
         /// The earliest deadline of the runs under way (``AttemptDeadlines``).
         case attemptTimer(deadline: TimelineInstant)
+        /// A server said a job's quota is spent until a reset: an incident tells it.
+        case quotaSpent(Job, reset: Duration)
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -145,7 +149,7 @@ public actor ErrorBus: Service {
         self.logger = logger
         self.nextIncidentID = configuration.firstIncidentID
         self.budget = RetryBudget(configuration.retryBudget, at: self.clock.now())
-        self.admission = Mutex(Admission(concurrency: configuration.concurrency))
+        self.admission = Mutex(Admission(concurrency: configuration.concurrency, pacing: configuration.pacing))
         (workStream, work) = AsyncStream.makeStream(of: Work.self)
     }
 
@@ -269,6 +273,9 @@ public actor ErrorBus: Service {
             await runReauthentication(id, generation: generation, realm: realm)
         case .release(let id, let generation):
             await runRelease(id, generation: generation)
+        case .delayedDue(let id, let deadline):
+            guard (try? await clock.sleep(deadline)) != nil else { return }
+            await delayedDue(id, armedFor: deadline)
         case .withdraw(let serial):
             await withdraw(serial: serial)
         case .expiryTimer(let deadline):
@@ -285,6 +292,8 @@ public actor ErrorBus: Service {
             // Still waiting (not granted, not gone): its time is up.
             let waiter = admission.withLock { $0.withdraw(serial: serial, scope: scope) }
             waiter?.continuation.resume(returning: .expired)
+        case .quotaSpent(let job, let reset):
+            await quotaSpent(job, reset: reset)
         case .attemptTimer(let deadline):
             guard (try? await clock.sleep(deadline)) != nil else { return }
             if let next = attemptDeadlines.fired(armedFor: deadline, at: clock.now()) {

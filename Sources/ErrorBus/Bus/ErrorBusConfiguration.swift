@@ -15,6 +15,9 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
     /// How many jobs of one scope run at once, first runs and released jobs alike, and how
     /// that number adapts to the scope's answers.
     public var concurrency = Concurrency()
+    /// How a scope that serves some requests and refuses others is paced: the rate each scope is
+    /// sent (``AdaptiveRate``), and when the jobs it refused are tried again.
+    public var pacing = Pacing()
     /// How parked jobs are released once an incident's cause is gone.
     public var release = Release()
     /// The process-wide budget for retries on top of first attempts.
@@ -194,19 +197,27 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
         }
     }
 
-    /// A job that fails while other jobs of its service and scope succeed fails for a reason of
-    /// its own (a file the server refuses, a request that never gets an answer, a `429` for one
-    /// name): it leaves its incident, which releases the others, and becomes an incident of its
-    /// own that holds back nothing else. That incident retries the job on this back-off (a
-    /// `rateLimited` one waits for the server's hint), each retry drawing on the retry budget,
-    /// and sets it aside as a dead letter with its cause once it has failed ``maxAttempts``
-    /// times on its own.
+    /// A job whose failures are its own (a file the server refuses, a request that never gets an
+    /// answer, a `429` for one name) rather than its scope's leaves the scope's incident and
+    /// becomes an incident of its own that holds back nothing else. That incident retries the job
+    /// on this back-off (a `rateLimited` one waits for the server's hint), each retry drawing on
+    /// the retry budget, and sets it aside as a dead letter with its cause once it has failed
+    /// ``maxAttempts`` times on its own.
     ///
-    /// A job is found failing on its own when it fails again under its incident (as a canary or
-    /// released) after a run of another job of its service and scope that started after its last
-    /// failure succeeded. Only `unreachable`, `transient` and `rateLimited` failures are told
-    /// apart this way; the first failure of a job never is (nothing tells yet that the others
-    /// work). While its scope is held by an incident of everyone's, the job's retries wait.
+    /// **The rule.** A job's failures are its own once the chance that it failed so many times,
+    /// had it failed only as often as the scope's other jobs did at the same time, is below one in
+    /// 10^``evidence``. Each failure of the job adds `log10(1 / share)` to its evidence, where
+    /// `share` is how often the scope failed its other jobs' fresh runs the same way (the same
+    /// cause) lately (``ScopeOutcomes/failureShare(of:)``), but only when another job of its
+    /// service and scope succeeded since its previous failure: failures while nothing else is served (an outage, or
+    /// no traffic beside it) say nothing of the job. So one file the API refuses among good ones
+    /// is told apart within a few failures, while a scope that refuses a share of everything (a
+    /// rate limit, a bad backend) sets nothing aside: at a third refused, a good job would have to
+    /// fail thirteen times in a row.
+    ///
+    /// Only `unreachable`, `transient` and `rateLimited` failures are told apart this way. While
+    /// its scope is held by an incident of everyone's, the job's retries wait; a retry counts as a
+    /// failure on its own only when another job succeeded since its previous one.
     public struct Isolation: Sendable, Equatable {
         /// How many failures on its own a job may have, the one that found it included, before
         /// it is set aside as a dead letter, 1 or more; `nil`: it is retried until it succeeds or
@@ -215,10 +226,69 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
         /// The back-off between its retries (a `rateLimited` job waits for the server's hint).
         /// Default: up to 2 s, doubling, at most 5 min: five attempts end within 30 s.
         public var backoff: Backoff
+        /// How unlikely, in decimal orders of magnitude, a job's failures must be as the scope's
+        /// before they count as its own: 6 is one chance in a million. Above 0. Default 6.
+        public var evidence: Double
 
-        public init(maxAttempts: Int? = 5, backoff: Backoff = Backoff(base: .seconds(2), factor: 2, cap: .seconds(300))) {
+        public init(maxAttempts: Int? = 5, backoff: Backoff = Backoff(base: .seconds(2), factor: 2, cap: .seconds(300)), evidence: Double = 6) {
             self.maxAttempts = maxAttempts.map { max(1, $0) }
             self.backoff = backoff
+            self.evidence = max(0.1, evidence)
+        }
+    }
+
+    /// How a scope that refuses some requests and serves the others is paced.
+    ///
+    /// A failure while its scope still serves other jobs (``ScopeOutcomes/serves``) is the
+    /// scope's, one incident per cause, but it holds nothing back: the incident **paces**
+    /// (``IncidentState/pacing``). New work and the jobs it refused go on through the scope's
+    /// ``ConcurrencyLimit`` and ``AdaptiveRate``, each refused job after a back-off of its own
+    /// (``retry``; a `rateLimited` one no sooner than the server's hint, plus jitter). Only when
+    /// the scope stops serving does the incident hold it and test it with canaries.
+    public struct Pacing: Sendable, Equatable {
+        /// The back-off before a job the scope refused while it served others runs again.
+        /// Default: up to 50 ms, doubling, at most 2 s.
+        public var retry: Backoff
+        /// Whether each scope's rate adapts to its refusals and its stated quota
+        /// (``AdaptiveRate``); `false`: the rate is never limited (the concurrency still is).
+        /// Default `true`.
+        public var adaptsRate: Bool
+        /// What a refusal multiplies the rate by, above 0 and below 1. Default 0.7.
+        public var decrease: Double
+        /// The lowest rate, in requests per second. Default 0.05 (one request every 20 s).
+        public var minimum: Double
+        /// The requests one cycle of the rate (a cut and its way back) should carry: about one
+        /// refusal per this many requests. Default 20.
+        public var cycleRequests: Int
+        /// The shortest and longest time the rate takes to come back after a cut. Defaults 1 s
+        /// and 60 s.
+        public var shortestCycle: Duration
+        public var longestCycle: Duration
+        /// After this long without a refusal the rate is off again. Default 2 min.
+        public var quiet: Duration
+        /// The interval over which what a host sends is measured. Default 0.5 s.
+        public var measurement: Duration
+
+        public init(
+            retry: Backoff = Backoff(base: .milliseconds(50), factor: 2, cap: .seconds(2)),
+            adaptsRate: Bool = true,
+            decrease: Double = 0.7,
+            minimum: Double = 0.05,
+            cycleRequests: Int = 20,
+            shortestCycle: Duration = .seconds(1),
+            longestCycle: Duration = .seconds(60),
+            quiet: Duration = .seconds(120),
+            measurement: Duration = .milliseconds(500)
+        ) {
+            self.retry = retry
+            self.adaptsRate = adaptsRate
+            self.decrease = min(max(decrease, 0.01), 0.99)
+            self.minimum = max(minimum, 0.001)
+            self.cycleRequests = max(1, cycleRequests)
+            self.shortestCycle = max(shortestCycle, .milliseconds(1))
+            self.longestCycle = max(longestCycle, self.shortestCycle)
+            self.quiet = max(quiet, self.longestCycle)
+            self.measurement = max(measurement, .milliseconds(10))
         }
     }
 

@@ -48,11 +48,18 @@ public struct BusEvent: Sendable {
         public static let escalated = Kind(rawValue: "escalated")
         /// The cause is gone; parked jobs are being released.
         public static let releaseStarted = Kind(rawValue: "releaseStarted")
+        /// Its scope serves some requests and refuses others: the incident paces
+        /// (``IncidentState/pacing``) instead of holding the scope (``reason``: the refusal).
+        public static let pacingStarted = Kind(rawValue: "pacingStarted")
         /// A released job met the cause again: release stopped, the rest stay parked.
         public static let releaseStopped = Kind(rawValue: "releaseStopped")
         /// The incident is over (``IncidentSnapshot/resolution``), with the failures it absorbed,
         /// the jobs it released and how long it lasted.
         public static let incidentResolved = Kind(rawValue: "incidentResolved")
+        /// A job's failures were found to be its own (``job``): it left its scope's incident for
+        /// an incident of its own (``incident``). A service that keeps its jobs across restarts
+        /// records it, and submits the job again with ``Job/failedOnItsOwn``.
+        public static let jobIsolated = Kind(rawValue: "jobIsolated")
         /// A job was set aside as a dead letter (``job``, ``reason``).
         public static let jobDeadLettered = Kind(rawValue: "jobDeadLettered")
         /// A due retry found the retry budget empty and waits (``delay``).

@@ -1,4 +1,5 @@
 import DequeModule
+import HeapModule
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -44,6 +45,14 @@ final class IncidentRecord {
     /// other job waits, and a failed canary goes to their back, so that one job that fails for
     /// a reason of its own is not every canary; they are released last.
     private(set) var failed = Deque<Command>()
+    /// Parked jobs the scope refused while it served others, each waiting out a back-off of its
+    /// own (``ErrorBusConfiguration/Pacing/retry``) before it joins ``failed``, soonest first.
+    private(set) var delayed = Heap<Delayed>()
+    /// When the one timer that moves due ``delayed`` jobs on is armed for.
+    var delayedWakeAt: TimelineInstant?
+    /// Whether a release of its jobs is under way (``ErrorBus/runRelease(_:generation:)``): a job
+    /// that becomes due while none is joins the next.
+    var isReleasing = false
     var parkedByService: [String: Int] = [:]
     var released = 0
     var deadLettered = 0
@@ -78,23 +87,46 @@ final class IncidentRecord {
     }
 
     /// How many jobs are parked under it.
-    var parkedCount: Int { waiting.count + failed.count }
+    var parkedCount: Int { waiting.count + failed.count + delayed.count }
 
-    var isEmpty: Bool { waiting.isEmpty && failed.isEmpty }
+    var isEmpty: Bool { waiting.isEmpty && failed.isEmpty && delayed.isEmpty }
+
+    /// Whether a parked job may be tried or released now (none waits out a back-off).
+    var hasReady: Bool { !waiting.isEmpty || !failed.isEmpty }
 
     /// The job tried or released next.
     var first: Command? { waiting.first ?? failed.first }
 
     /// Every parked job, in the order they are tried and released: those that merely wait, then
-    /// those that failed under it.
-    var parked: some Sequence<Command> { [waiting, failed].joined() }
+    /// those that failed under it, then those waiting out a back-off, soonest first.
+    var parked: some Sequence<Command> { [Array(waiting), Array(failed), delayed.unordered.sorted().map(\.command)].joined() }
 
     /// Parks a job: among those that failed under the incident when `failed`, otherwise among
-    /// those that wait behind it.
-    func append(_ command: Command, failed: Bool) {
-        if failed { self.failed.append(command) } else { waiting.append(command) }
+    /// those that wait behind it; with `due`, among those waiting out a back-off until then.
+    func append(_ command: Command, failed: Bool, due: TimelineInstant? = nil) {
+        if let due {
+            delayed.insert(Delayed(due: due, command: command))
+        } else if failed {
+            self.failed.append(command)
+        } else {
+            waiting.append(command)
+        }
         parkedByService[command.job.service, default: 0] += 1
     }
+
+    /// Moves the jobs whose back-off is over by `now` (`nil`: every one) among those that failed,
+    /// soonest first. Returns whether any moved.
+    func moveDue(at now: TimelineInstant?) -> Bool {
+        var moved = false
+        while let next = delayed.min, now.map({ next.due <= $0 }) ?? true {
+            failed.append(delayed.removeMin().command)
+            moved = true
+        }
+        return moved
+    }
+
+    /// When the next job's back-off is over.
+    var nextDue: TimelineInstant? { delayed.min?.due }
 
     /// The next job to try or release.
     func popFirst() -> Command? {
@@ -111,6 +143,13 @@ final class IncidentRecord {
             failed.removeAll(where: predicate)
             removed += removedFailed
         }
+        if delayed.unordered.contains(where: { predicate($0.command) }) {
+            var kept: [Delayed] = []
+            for entry in delayed.unordered {
+                if predicate(entry.command) { removed.append(entry.command) } else { kept.append(entry) }
+            }
+            delayed = Heap(kept)
+        }
         for command in removed { didRemove(command) }
         return removed
     }
@@ -119,8 +158,23 @@ final class IncidentRecord {
         let all = Array(parked)
         waiting.removeAll()
         failed.removeAll()
+        delayed = Heap()
         parkedByService.removeAll()
         return all
+    }
+
+    /// A parked job waiting out its back-off.
+    struct Delayed: Comparable {
+        let due: TimelineInstant
+        let command: Command
+
+        static func < (lhs: Delayed, rhs: Delayed) -> Bool {
+            (lhs.due, lhs.command.serial) < (rhs.due, rhs.command.serial)
+        }
+
+        static func == (lhs: Delayed, rhs: Delayed) -> Bool {
+            lhs.due == rhs.due && lhs.command.serial == rhs.command.serial
+        }
     }
 
 
@@ -224,11 +278,40 @@ struct Command: Sendable {
     let completion: @Sendable (JobOutcome) async -> Void
     /// The state of the job's limits for this submission, for a job with any; `nil` otherwise.
     var limits: Job.LimitsBox? { job.limits }
-    /// When the job last failed, by the bus's clock: a success of another job of its service and
-    /// scope that started later tells that the job fails for a reason of its own.
-    var lastFailure: TimelineInstant?
+    /// Its runs that failed so far (this submission's).
+    var failedRuns = 0
+    /// The evidence so far that its failures are its own (``ErrorBusConfiguration/Isolation``),
+    /// in decimal orders of magnitude.
+    var evidence = 0.0
+    /// The number of its fresh run, when that run failed (``ScopeOutcomes/suspect(freshRun:)``).
+    var freshFailure: UInt64?
+    /// The successes of its scope's other jobs counted at its last failure
+    /// (``ScopeOutcomes/successes``): whether any succeeded before its next one.
+    var successesAtLastFailure: UInt64?
     /// Its failures since it was found failing on its own (the one that found it included).
     var ownFailures = 0
+
+    /// Whether it is set aside on its own: found so in this run of the bus, or in an earlier one
+    /// (``Job/failedOnItsOwn``).
+    var isIsolated: Bool { ownFailures > 0 || job.failedOnItsOwn > 0 }
+
+    /// Whether its next run is a fresh one: it has not failed before (``ScopeOutcomes``).
+    var isFresh: Bool { failedRuns == 0 && !isIsolated }
+
+    /// Whether its runs count in its scope's outcomes: not once it is set aside on its own.
+    var counts: Bool { !isIsolated }
+
+    /// Whether its scope's limits learn from its runs: not once it is set aside on its own, or
+    /// its failures nearly single it out (a job the server refuses on its own must not make the
+    /// scope look overloaded).
+    var teaches: Bool { !isIsolated && evidence < Self.suspicion }
+
+    /// The number of its failed fresh run, once its failures nearly single it out: its success
+    /// clears the suspicion (``ScopeOutcomes/clear(freshRun:)``).
+    var suspectedFreshRun: UInt64? { evidence >= Self.suspicion ? freshFailure : nil }
+
+    /// From this much evidence on, a job's failures no longer teach its scope anything.
+    static var suspicion: Double { 2 }
 
     init(
         serial: UInt64,

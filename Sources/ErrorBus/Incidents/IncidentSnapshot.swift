@@ -81,6 +81,11 @@ public struct IncidentState: RawRepresentable, Sendable, Hashable, Codable, Cust
     public static let paused = IncidentState(rawValue: "paused")
     /// The cause is gone and parked jobs are being released.
     public static let releasing = IncidentState(rawValue: "releasing")
+    /// Its scope serves some requests and refuses others (a rate, a quota, a full queue, a cold
+    /// start, one bad backend): nothing is held back. New work and the jobs it refused go on at
+    /// the pace the scope serves (``AdaptiveRate``, ``ConcurrencyLimit``), each refused job after
+    /// a back-off of its own. Should the scope stop serving, the incident holds it again.
+    public static let pacing = IncidentState(rawValue: "pacing")
     /// An `invalid` incident grouping same-cause dead letters.
     public static let collecting = IncidentState(rawValue: "collecting")
     /// Its cause went away and its jobs were released; it stays open for
@@ -92,8 +97,11 @@ public struct IncidentState: RawRepresentable, Sendable, Hashable, Codable, Cust
 
     /// Whether the incident holds back new work of its scope in this state.
     var holdsScope: Bool {
-        self != .releasing && self != .collecting && self != .settling && self != .resolved
+        self != .releasing && self != .pacing && self != .collecting && self != .settling && self != .resolved
     }
+
+    /// Whether its parked jobs are being run again: released after its cause went away, or paced.
+    var releases: Bool { self == .releasing || self == .pacing }
 }
 
 /// How an incident ended.

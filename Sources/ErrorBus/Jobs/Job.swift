@@ -40,6 +40,15 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
         get { limits?.value.whenHeld ?? .park }
         set { updateLimits { $0.whenHeld = newValue } }
     }
+    /// How many times the job already failed on its own before this submission: its owner kept
+    /// it across a restart of the bus (``BusEvent/Kind/jobIsolated`` tells when the bus sets a job
+    /// aside). A job with any goes to an incident of its own at its next failure, where it
+    /// continues its count toward ``ErrorBusConfiguration/Isolation/maxAttempts``, instead of
+    /// being taken for its scope's failure again. 0: none.
+    public var failedOnItsOwn: Int {
+        get { limits?.value.failedOnItsOwn ?? 0 }
+        set { updateLimits { $0.failedOnItsOwn = max(0, newValue) } }
+    }
 
     /// The job's limits, boxed: most jobs have none, and a parked job costs one pointer for them
     /// rather than the 40 bytes they take inline. The bus keeps in the box what it needs to
@@ -50,6 +59,7 @@ public struct Job: Sendable, Hashable, Identifiable, CustomStringConvertible {
         var expiresAfter: Duration?
         var maxAttempts: Int?
         var whenHeld = WhenHeld.park
+        var failedOnItsOwn = 0
     }
 
     /// A job's limits, and once the bus took the job, their state for that submission. Equal

@@ -39,6 +39,14 @@ struct Backoff: Sendable, Equatable {
         return .seconds(Double.random(in: floor...ceiling, using: &random))
     }
 
+    /// A delay for the given attempt (0-based), drawn as ``nextDelay(using:)`` draws it, without
+    /// counting an attempt.
+    func delay(forAttempt attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
+        let ceiling = ceiling(forAttempt: attempt).seconds
+        let floor = ceiling >= configuration.cap.seconds ? ceiling / 2 : 0
+        return .seconds(Double.random(in: floor...ceiling, using: &random))
+    }
+
     mutating func reset() {
         attempts = 0
     }

@@ -84,6 +84,10 @@ final class Counter: Sendable {
     func increment() -> Int {
         value.add(1, ordering: .relaxed).newValue
     }
+
+    func decrement() {
+        value.subtract(1, ordering: .relaxed)
+    }
 }
 
 /// A flag shared with operations, e.g. "the API is down".

@@ -1,0 +1,93 @@
+import ErrorBus
+import ErrorBusTesting
+import Testing
+
+/// A partial failure is neither an outage nor a bad job: a scope that refuses some requests and
+/// serves the others (a share failing at random, a rate, a quota) is one incident of the scope's
+/// per cause, which paces its work instead of holding it and sets no job aside; a job the scope
+/// refuses for ever among served neighbours is set aside on its own evidence. Driven on a manual
+/// clock against a ``ModelAPI``.
+@Suite(.timeLimit(.minutes(2)))
+struct PacingTests {
+    static func jobs(_ count: Int, from first: Int = 0) -> [Job] {
+        (first..<(first + count)).map { Job.sync($0) }
+    }
+
+    static var configuration: ErrorBusConfiguration {
+        var configuration = ErrorBusConfiguration.forTesting
+        // One incident for the whole run: a pause in the failures does not close it.
+        configuration.settleWindow = .seconds(30)
+        configuration.pacing.adaptsRate = true
+        return configuration
+    }
+
+    /// Twenty jobs delivered at a steady pace, then a second of quiet: the scope has served.
+    static func history(_ bus: ErrorBus, _ clock: ManualClock) async {
+        let api = ModelAPI(.healthy, clock: clock)
+        _ = await drive(jobs(20, from: 1_000), through: bus, against: api, clock: clock, spacing: .milliseconds(50), limit: clock.now.offset + .seconds(2))
+        clock.advance(by: .seconds(1))
+    }
+
+    @Test(arguments: [0.1, 0.5, 0.9])
+    func aShareOfRequestsFailingIsOneIncidentThatPacesAndSetsNothingAside(share: Double) async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await Self.history(bus, clock)
+            let api = ModelAPI(.failing(share: share), clock: clock, seed: 11)
+            let start = clock.now.offset
+            let result = await drive(Self.jobs(200), through: bus, against: api, clock: clock, spacing: .milliseconds(20), limit: start + .seconds(600))
+
+            #expect(result.succeeded == 200, "every job delivered")
+            #expect(result.deadLettered.isEmpty)
+            let incidents = await bus.incidentsSoFar()
+            #expect(incidents.filter { $0.fingerprint.job != nil }.isEmpty, "nothing set aside for a share of failures")
+            #expect(incidents.count == 1, "one incident for one cause: \(incidents.map { "\($0.id) \($0.fingerprint)" })")
+            // The work went on at the pace the scope serves: each refused job tried again after a
+            // short back-off of its own (at most 2 s), never one canary at a time for everyone.
+            // Arriving every 20 ms for 4 s, they are all delivered within seconds, even when
+            // nine runs in ten fail (where the unluckiest job needs some forty runs).
+            let tally = api.tally
+            #expect(Double(tally.served) / Double(tally.attempts) > (1 - share) * 0.8)
+            let drained = try #require(result.endedAt.values.max()) - start
+            #expect(drained < .seconds(share < 0.9 ? 20 : 180), "drained after \(drained)")
+        }
+    }
+
+    /// An API that serves 20 requests a second (a token bucket one request deep: `503` with
+    /// `Retry-After: 1` beyond it) and fails a share of those it serves: once the scope's rate has
+    /// learnt the law, a backlog goes at about the rate the scope serves, and little of it is
+    /// refused; one incident per cause, nothing set aside.
+    @Test(arguments: [0.1, 0.5])
+    func aBacklogGoesAtTheRateAPacedAndPartlyFailingScopeServes(share: Double) async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await Self.history(bus, clock)
+            let api = ModelAPI(.rate(perSecond: 20, failing: share), clock: clock, seed: 5)
+            let start = clock.now.offset
+            let result = await drive(Self.jobs(200), through: bus, against: api, clock: clock, limit: start + .seconds(600))
+            #expect(result.succeeded == 200)
+            let incidents = await bus.incidentsSoFar()
+            #expect(incidents.filter { $0.fingerprint.job != nil }.isEmpty, "nothing set aside")
+            #expect(Set(incidents.map(\.fingerprint.cause)) == ["http503", "http502"])
+            #expect(incidents.count == 2, "one incident per cause: \(incidents.map { "\($0.id) \($0.fingerprint)" })")
+
+            // From its tenth second (the first refusals hold the scope for the server's
+            // Retry-After, and its rate learns the law) to the moment nine jobs in ten are
+            // delivered: about the rate the API serves, and a few percent refused.
+            let ninety = try #require(result.endedAt.values.sorted().dropFirst(179).first)
+            let window = (start + .seconds(10))..<ninety
+            let tally = api.tally
+            let sent = tally.arrivedAt.count { window.contains($0) }
+            let refused = tally.refusedAt.count { window.contains($0) }
+            let seconds = (window.upperBound - window.lowerBound) / .seconds(1)
+            #expect(Double(sent) / seconds > 20 * 0.8, "\(sent) requests in \(seconds) s")
+            #expect(Double(refused) / Double(sent) < 0.08, "\(refused) of \(sent) refused")
+        }
+    }
+}
+
+extension ErrorBus {
+    /// The incidents open and resolved lately, oldest first.
+    func incidentsSoFar() -> [IncidentSnapshot] {
+        let snapshot = snapshot()
+        return (snapshot.recentlyResolved + snapshot.incidents).sorted { $0.id < $1.id }
+    }
+}
