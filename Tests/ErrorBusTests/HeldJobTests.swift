@@ -30,8 +30,10 @@ struct HeldJobTests {
             #expect(try await events.next(.incidentResolved).incident?.id == outage.id)
             #expect(await outcomes.next() == "1 succeeded")
 
-            #expect(await bus.heldJob(id: Job.sync(0).id, service: "sync") == HeldJob(job: .sync(0), incident: pause))
-            #expect(await bus.heldJobs(service: "sync") == [HeldJob(job: .sync(2), incident: pause), HeldJob(job: .sync(0), incident: pause)])
+            // The job whose failure opened the outage counts its one run; the one that merely
+            // waited has none.
+            #expect(await bus.heldJob(id: Job.sync(0).id, service: "sync") == HeldJob(job: .sync(0), incident: pause, runs: 1))
+            #expect(await bus.heldJobs(service: "sync") == [HeldJob(job: .sync(2), incident: pause), HeldJob(job: .sync(0), incident: pause, runs: 1)])
             #expect(await bus.heldJobs(service: "loader").isEmpty)
             #expect(await bus.snapshot().heldByService == ["sync": 2])
 

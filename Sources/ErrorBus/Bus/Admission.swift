@@ -202,12 +202,12 @@ struct Admission: Sendable {
 
     /// A key is held now: a held scope's limit stops growing, and the runs waiting for its
     /// slots that the key holds back go to park instead.
-    mutating func hold(_ key: HoldKey) -> [Waiter] {
+    mutating func hold(_ key: HoldKey, at now: TimelineInstant) -> [Waiter] {
         held.insert(key)
         guard let scope = key.scope, scopes[scope] != nil else { return [] }
         return withScope(scope) { slots in
             slots.limit.hold()
-            slots.rate.hold()
+            slots.rate.hold(at: now)
             var turnedAway: [Waiter] = []
             slots.waiting.removeAll { waiter in
                 guard key.holds(waiter.job) else { return false }
@@ -219,12 +219,12 @@ struct Admission: Sendable {
     }
 
     /// A key is no longer held: a scope's limit starts slow again once nothing holds it.
-    mutating func unhold(_ key: HoldKey) {
+    mutating func unhold(_ key: HoldKey, at now: TimelineInstant) {
         held.remove(key)
         guard let scope = key.scope, scopes[scope] != nil, !isHeld(scope) else { return }
         withScope(scope) {
             $0.limit.resume()
-            $0.rate.hold()
+            $0.rate.resume(at: now)
         }
     }
 
@@ -242,6 +242,16 @@ struct Admission: Sendable {
             scopes[key]!.waiting.removeAll()
         }
         return waiters
+    }
+
+    /// What each service's latest runs at each scope came to, for a snapshot.
+    var refusals: [ScopeRefusals] {
+        scopes.flatMap { name, slots in
+            slots.outcomes.map { service, outcomes in
+                ScopeRefusals(service: service, scope: name, runs: outcomes.latest.runs, failures: outcomes.latest.failures)
+            }
+        }
+        .sorted { ($0.service, $0.scope) < ($1.service, $1.scope) }
     }
 
     /// Each scope's limits, for a snapshot.

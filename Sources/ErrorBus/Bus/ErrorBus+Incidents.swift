@@ -195,7 +195,7 @@ extension ErrorBus {
             holds[key]?.removeAll { $0 === incident }
             if holds[key]?.isEmpty == true {
                 holds[key] = nil
-                admission.withLock { $0.unhold(key) }
+                admission.withLock { $0.unhold(key, at: clock.now()) }
             }
         }
     }
@@ -203,7 +203,7 @@ extension ErrorBus {
     private func hold(_ key: HoldKey, by incident: IncidentRecord) {
         if holds[key] == nil {
             // The runs waiting for a slot of a held scope go to park.
-            let turnedAway = admission.withLock { $0.hold(key) }
+            let turnedAway = admission.withLock { $0.hold(key, at: clock.now()) }
             for waiter in turnedAway { waiter.continuation.resume(returning: .ask) }
         }
         holds[key, default: []].append(incident)

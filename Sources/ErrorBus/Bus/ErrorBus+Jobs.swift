@@ -402,6 +402,9 @@ extension ErrorBus {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let (answer, wake) = admission.withLock { admission -> (SlotGrant?, TimelineInstant?) in
+                    // A task cancelled before it got here was not found by its cancellation
+                    // handler: it must not wait.
+                    if Task.isCancelled { return (.cancelled, nil) }
                     // Asked again under the lock the waiter is queued under: a slot may have
                     // been freed since.
                     let (grant, wake) = admission.enter(job, at: clock.now())

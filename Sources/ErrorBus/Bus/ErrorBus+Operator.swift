@@ -236,6 +236,7 @@ extension ErrorBus {
             retryBudgetTokens: budget.tokens,
             overflowedJobs: overflowCount,
             concurrency: admission.withLock { $0.limits(at: now) },
+            refusals: admission.withLock { $0.refusals },
             isRunning: lifecycle == .running
         )
     }
@@ -268,18 +269,18 @@ extension ErrorBus {
     public func heldJobs(service: String? = nil) -> [HeldJob] {
         var held: [HeldJob] = []
         for command in budgetWaiters where service == nil || command.job.service == service {
-            held.append(HeldJob(job: command.job, incident: nil))
+            held.append(HeldJob(job: command.job, incident: nil, runs: command.failedRuns))
         }
         for incident in incidents.values.sorted(by: { $0.id < $1.id }) {
             if let service, incident.parkedByService[service] == nil { continue }
             for command in incident.waiting where service == nil || command.job.service == service {
-                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation))
+                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation, runs: command.failedRuns))
             }
             for command in incident.failed where service == nil || command.job.service == service {
-                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: true))
+                held.append(HeldJob(job: command.job, incident: incident.id, hasFailed: true, runs: command.failedRuns))
             }
             for entry in incident.delayed.unordered.sorted() where service == nil || entry.command.job.service == service {
-                held.append(HeldJob(job: entry.command.job, incident: incident.id, hasFailed: true))
+                held.append(HeldJob(job: entry.command.job, incident: incident.id, hasFailed: true, runs: entry.command.failedRuns))
             }
         }
         return held
@@ -290,14 +291,14 @@ extension ErrorBus {
     public func heldJob(id: String, service: String) -> HeldJob? {
         let matches: (Command) -> Bool = { $0.job.id == id && $0.job.service == service }
         if let command = budgetWaiters.first(where: matches) {
-            return HeldJob(job: command.job, incident: nil)
+            return HeldJob(job: command.job, incident: nil, runs: command.failedRuns)
         }
         for incident in incidents.values where incident.parkedByService[service] != nil {
             if let command = incident.waiting.first(where: matches) {
-                return HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation)
+                return HeldJob(job: command.job, incident: incident.id, hasFailed: incident.isolation, runs: command.failedRuns)
             }
             if let command = incident.failed.first(where: matches) ?? incident.delayed.unordered.first(where: { matches($0.command) })?.command {
-                return HeldJob(job: command.job, incident: incident.id, hasFailed: true)
+                return HeldJob(job: command.job, incident: incident.id, hasFailed: true, runs: command.failedRuns)
             }
         }
         return nil

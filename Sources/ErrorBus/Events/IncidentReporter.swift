@@ -142,8 +142,18 @@ public struct IncidentReporter: Service {
         switch event.kind {
         case .incidentOpened:
             Counter(label: "errorbus_incidents_opened_total", dimensions: dimensions, factory: metricsFactory ?? MetricsSystem.factory).increment()
+            // One that paces holds nothing back: what the failure's text says happens next is not
+            // what does.
+            let next = incident.state == .pacing
+                ? "\(incident.fingerprint.scope) serves others meanwhile: nothing is held back; the refused work is tried again at the pace it serves."
+                : incident.text.next ?? ""
             logger.warning(
-                "incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(incident.text.next ?? "")",
+                "incident \(incident.id) opened: \(incident.text.title): \(incident.text.message) \(next)",
+                metadata: metadata(event, incident)
+            )
+        case .pacingStarted:
+            logger.notice(
+                "incident \(incident.id) paces \(incident.service)'s work: \(incident.fingerprint.scope) refuses some of it and serves the rest; nothing is held back, the refused work is tried again at the pace it serves",
                 metadata: metadata(event, incident)
             )
         case .escalated:

@@ -13,10 +13,14 @@ public struct HeldJob: Sendable, Hashable {
     /// incident is its own (it fails while others succeed), rather than merely waiting behind
     /// an incident. What a limit on how much may wait gives up first.
     public var hasFailed: Bool
+    /// Its runs since it was submitted, all of which failed: what its owner adds to the attempts
+    /// it recorded before.
+    public var runs: Int
 
-    public init(job: Job, incident: IncidentID?, hasFailed: Bool = false) {
+    public init(job: Job, incident: IncidentID?, hasFailed: Bool = false, runs: Int = 0) {
         self.job = job
         self.incident = incident
         self.hasFailed = hasFailed
+        self.runs = runs
     }
 }

@@ -56,6 +56,8 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
     private var intervalStart: Instant?
     private var intervalSends = 0
     private var intervalAnswered = 0
+    /// Whether an incident holds the scope: nothing sent meanwhile is measured.
+    private var isHeld = false
 
     /// What the scope last said of its quota, and what this host made of it.
     private var quota: Quota?
@@ -117,9 +119,23 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
         return due
     }
 
-    /// An incident holds the scope: nothing is sent, and what is measured meanwhile says nothing of
-    /// what the host sends when it may.
-    public mutating func hold() {
+    /// An incident holds the scope at `now`: what was measured until now is kept, and what is
+    /// sent while it holds (a canary every few seconds) says nothing of what the host sends when
+    /// it may, so it is not measured until ``resume(at:)``.
+    public mutating func hold(at now: Instant) {
+        if !isHeld, let start = intervalStart, intervalSends > 0 || intervalAnswered > 0 {
+            let elapsed = max(start.duration(to: now), configuration.measurement / 2)
+            fold(elapsed)
+        }
+        isHeld = true
+        intervalStart = nil
+        intervalSends = 0
+        intervalAnswered = 0
+    }
+
+    /// Nothing holds the scope any more at `now`: what it is sent is measured again, from now.
+    public mutating func resume(at now: Instant) {
+        isHeld = false
         intervalStart = nil
         intervalSends = 0
         intervalAnswered = 0
@@ -127,6 +143,7 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
 
     /// The scope took a request in at `now`, failing it or not, without refusing it for load.
     public mutating func answered(at now: Instant) {
+        guard !isHeld else { return }
         roll(at: now)
         intervalAnswered += 1
     }
@@ -155,9 +172,11 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
         if let cutAt, sentAt < cutAt.advanced(by: configuration.measurement) { return }
         let allowed = limit(at: now)
         // What was being sent, at most what was allowed; or, when the scope took in less than
-        // half of it (a burst far beyond what it serves), what it took in.
+        // half of it (a burst far beyond what it serves), what it took in. Nothing measured (the
+        // refusal of a host that has not sent since it was held): nothing to cut from.
         var base = sendRate(at: now)
-        if base <= 0 { base = allowed ?? configuration.minimum }
+        if base <= 0 { base = allowed ?? 0 }
+        guard base > 0 else { return }
         let taken = rate(intervalAnswered, measuredAnswered, at: now)
         if learnt != nil, taken > 0, taken < base / 2 { base = taken }
         if let allowed { base = min(base, allowed) }
@@ -205,6 +224,7 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
 
     /// Counts a request sent at `now` into the measured rate.
     private mutating func sent(at now: Instant) {
+        guard !isHeld else { return }
         roll(at: now)
         intervalSends += 1
     }
@@ -218,15 +238,20 @@ public struct AdaptiveRate<Instant: InstantProtocol>: Sendable, Equatable where 
         }
         let elapsed = start.duration(to: now)
         guard elapsed >= configuration.measurement else { return }
+        fold(elapsed)
+        intervalStart = now
+        intervalSends = 0
+        intervalAnswered = 0
+    }
+
+    /// Folds the counts of the interval under way, `elapsed` long, into the measured rates.
+    private mutating func fold(_ elapsed: Duration) {
         func fold(_ count: Int, into measured: inout Double) {
             let current = Double(count) / elapsed.seconds
             measured = measured == 0 ? current : measured + (current - measured) * 0.8
         }
         fold(intervalSends, into: &measured)
         fold(intervalAnswered, into: &measuredAnswered)
-        intervalStart = now
-        intervalSends = 0
-        intervalAnswered = 0
     }
 
     /// What this host has been sending at `now`.

@@ -165,6 +165,12 @@ package struct ScopeOutcomes: Sendable, Equatable {
         return -log10(failureShare(of: cause))
     }
 
+    /// The latest runs recorded (at most ``window``), and how many of them failed.
+    package var latest: (runs: Int, failures: Int) {
+        let count = min(recentCount, Self.window)
+        return (count, count - successesInWindow)
+    }
+
     // MARK: - Windows
 
     private var successesInWindow: Int {

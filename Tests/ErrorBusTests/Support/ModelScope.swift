@@ -198,13 +198,15 @@ func drive(
             }
             // Wait until the bus has done what it can now: every timer the clock woke has returned
             // from its sleep (and gone on to what it does at this instant), and no job is between
-            // places.
-            while true {
+            // places, three looks in a row (a task the clock woke may still be on its way to the
+            // bus when it first looks idle, on a loaded machine).
+            var idleLooks = 0
+            while idleLooks < 3 {
                 while clock.wakingCount > 0 { await Task.yield() }
                 let snapshot = await bus.snapshot()
                 let held = snapshot.parkedJobs + snapshot.waitingForBudget + snapshot.concurrency.reduce(0) { $0 + $1.waiting }
                 let done = ended.state.withLock { $0.outcomes.count }
-                if running.count == 0, done + held == submitted { break }
+                idleLooks = running.count == 0 && done + held == submitted ? idleLooks + 1 : 0
                 await Task.yield()
             }
             let done = ended.state.withLock { $0.outcomes.count }
