@@ -7,12 +7,24 @@ import Synchronization
 final class CapacityLimiter: Sendable {
     /// What became of a request.
     enum Admission: Equatable {
-        /// It holds a slot: answer it, then ``release()``.
-        case admitted
+        /// It holds a slot: answer it, then ``release()``; with the quota, if one is set, for the
+        /// answer's `RateLimit` fields.
+        case admitted(Quota?)
         /// Shed: answer 503 with this `Retry-After`.
         case shed(retryAfter: Int)
+        /// Beyond the quota: answer 429 with its fields, and a `Retry-After` of its reset.
+        case overQuota(Quota)
         /// No capacity is set for its route.
         case unlimited
+    }
+
+    /// What an answer tells of the quota.
+    struct Quota: Equatable {
+        var limit: Int
+        var remaining: Int
+        /// Until the window ends.
+        var reset: Duration
+        var window: Duration
     }
 
     /// How the limiter stands, for `/admin/stats` and `/admin/capacity`.
@@ -35,6 +47,9 @@ final class CapacityLimiter: Sendable {
         var tokens = 0.0
         var refilledAt = Duration.zero
         var waiters = Deque<CheckedContinuation<Admission, Never>>()
+        /// The quota's window under way, and the requests it counted.
+        var quotaWindow = 0
+        var quotaUsed = 0
 
         /// Counts a request taking a slot.
         mutating func take() {
@@ -53,13 +68,15 @@ final class CapacityLimiter: Sendable {
             state.counts = Counts(inService: state.counts.inService)
             state.tokens = capacity?.perSecond(at: now) ?? 0
             state.refilledAt = now
+            state.quotaWindow = 0
+            state.quotaUsed = 0
             let woken = Array(state.waiters)
             state.waiters.removeAll()
             state.counts.inService += woken.count
             state.counts.admitted += woken.count
             return woken
         }
-        for continuation in woken { continuation.resume(returning: .admitted) }
+        for continuation in woken { continuation.resume(returning: .admitted(nil)) }
     }
 
     /// The capacity in force and the counts.
@@ -73,6 +90,21 @@ final class CapacityLimiter: Sendable {
             // Decided and queued under one lock: a slot freed meanwhile cannot be missed.
             let decided: Admission? = state.withLock { state in
                 guard let capacity = state.capacity, capacity.routes.contains(route) else { return .unlimited }
+                var told: Quota?
+                if let quota = capacity.quota {
+                    let window = Int((now - quota.start) / quota.window)
+                    if window != state.quotaWindow {
+                        state.quotaWindow = window
+                        state.quotaUsed = 0
+                    }
+                    let reset = quota.start + quota.window * (window + 1) - now
+                    guard state.quotaUsed < quota.limit else {
+                        state.counts.shed += 1
+                        return .overQuota(Quota(limit: quota.limit, remaining: 0, reset: reset, window: quota.window))
+                    }
+                    state.quotaUsed += 1
+                    told = Quota(limit: quota.limit, remaining: quota.limit - state.quotaUsed, reset: reset, window: quota.window)
+                }
                 if let rate = capacity.perSecond(at: now) {
                     state.tokens = min(max(1, rate), state.tokens + rate * ((now - state.refilledAt) / .seconds(1)))
                     state.refilledAt = now
@@ -84,7 +116,7 @@ final class CapacityLimiter: Sendable {
                 }
                 guard let slots = capacity.concurrency(at: now), state.counts.inService >= slots else {
                     state.take()
-                    return .admitted
+                    return .admitted(told)
                 }
                 guard state.waiters.count < capacity.queue else {
                     state.counts.shed += 1
@@ -115,6 +147,6 @@ final class CapacityLimiter: Sendable {
             state.take()
             return waiter
         }
-        woken?.resume(returning: .admitted)
+        woken?.resume(returning: .admitted(nil))
     }
 }

@@ -26,6 +26,21 @@ public struct CapacitySpec: Codable, Sendable, Equatable {
     public var routes: [String]?
     /// A capacity that starts low and ramps up.
     public var rampUp: RampUp?
+    /// A quota: so many requests per window, told with every answer of the limited routes
+    /// (`RateLimit`, `RateLimit-Policy`), refused beyond with `429` until the window ends.
+    public var quota: Quota?
+
+    /// `limit` requests in each window of `window` seconds, the windows counted from when the
+    /// capacity is set.
+    public struct Quota: Codable, Sendable, Equatable {
+        public var limit: Int
+        public var window: Double
+
+        public init(limit: Int, window: Double) {
+            self.limit = limit
+            self.window = window
+        }
+    }
 
     /// From `after` seconds on (counted from when the capacity is set), the capacity is `from`
     /// times the full one, rising linearly to the full one over `seconds`.
@@ -48,7 +63,8 @@ public struct CapacitySpec: Codable, Sendable, Equatable {
         serviceMs: Double? = nil,
         retryAfter: Int? = nil,
         routes: [String]? = nil,
-        rampUp: RampUp? = nil
+        rampUp: RampUp? = nil,
+        quota: Quota? = nil
     ) {
         self.concurrency = concurrency
         self.perSecond = perSecond
@@ -57,6 +73,7 @@ public struct CapacitySpec: Codable, Sendable, Equatable {
         self.retryAfter = retryAfter
         self.routes = routes
         self.rampUp = rampUp
+        self.quota = quota
     }
 
     /// A capacity from its JSON text (as `PUT /admin/capacity` takes it), checked.
@@ -94,6 +111,10 @@ public struct CapacitySpec: Codable, Sendable, Equatable {
             guard after >= 0 && after.isFinite else { throw CapacityError("rampUp.after must not be negative, got \(after)") }
             ramp = Capacity.Ramp(start: now + .seconds(after), from: rampUp.from, length: .seconds(rampUp.seconds))
         }
+        if let quota {
+            guard quota.limit >= 1 else { throw CapacityError("quota.limit must be at least 1, got \(quota.limit)") }
+            guard quota.window > 0 && quota.window <= 86_400 else { throw CapacityError("quota.window must be above 0 and at most 86400 seconds, got \(quota.window)") }
+        }
         return Capacity(
             spec: self,
             concurrency: concurrency,
@@ -102,7 +123,8 @@ public struct CapacitySpec: Codable, Sendable, Equatable {
             service: .milliseconds(serviceMs ?? 0),
             retryAfter: retryAfter ?? 1,
             routes: routes,
-            ramp: ramp
+            ramp: ramp,
+            quota: quota.map { (limit: $0.limit, window: Duration.seconds($0.window), start: now) }
         )
     }
 }
@@ -124,6 +146,12 @@ struct Capacity: Sendable, Equatable {
     let retryAfter: Int
     let routes: Set<SandboxRoute>
     let ramp: Ramp?
+    /// The quota, its windows counted from `start`.
+    let quota: (limit: Int, window: Duration, start: Duration)?
+
+    static func == (lhs: Capacity, rhs: Capacity) -> Bool {
+        lhs.spec == rhs.spec && lhs.ramp == rhs.ramp && lhs.quota?.start == rhs.quota?.start
+    }
 
     struct Ramp: Sendable, Equatable {
         let start: Duration

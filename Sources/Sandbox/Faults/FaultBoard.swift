@@ -16,11 +16,13 @@ struct FaultBoard: Sendable {
         return rule
     }
 
-    /// The mode in force for `route` at `now`, if any.
+    /// The mode in force for `route` at `now`, if any. A rule for a share of requests applies to
+    /// this one or not, drawn at random; when not, the next newest rule is asked.
     mutating func activeMode(for route: SandboxRoute, at now: Duration) -> FaultMode? {
         guard !rules.isEmpty else { return nil }
         prune(at: now)
-        for rule in rules.reversed() where rule.matches(route) && rule.isActive(at: now) {
+        var random = SystemRandomNumberGenerator()
+        for rule in rules.reversed() where rule.matches(route) && rule.isActive(at: now) && rule.applies(using: &random) {
             return rule.mode
         }
         return nil

@@ -32,6 +32,13 @@ extension FaultInjectionMiddleware {
         return problem.response(instance: instance)
     }
 
+    /// The quota's fields on an answer (draft-ietf-httpapi-ratelimit-headers): what remains until
+    /// the reset, and the policy.
+    static func tell(_ quota: CapacityLimiter.Quota, in response: inout Response) {
+        response.headers[HTTPField.Name("RateLimit")!] = "\"default\";r=\(quota.remaining);t=\(Int(quota.reset.seconds.rounded(.up)))"
+        response.headers[HTTPField.Name("RateLimit-Policy")!] = "\"default\";q=\(quota.limit);w=\(Int(quota.window.seconds.rounded()))"
+    }
+
     /// `garbage`: 200 with a body no API client expects, labelled as HTML.
     static func garbageResponse() -> Response {
         Response(

@@ -50,11 +50,20 @@ struct FaultInjectionMiddleware: RouterMiddleware {
                 .init(status: 503, retryAfter: .seconds(retryAfter), detail: "Over capacity: the request was shed; try again later."),
                 instance: request.uri.path
             )
-        case .admitted:
+        case .overQuota(let quota):
+            var response = Self.statusResponse(
+                .init(status: 429, retryAfter: .seconds(Int(quota.reset.seconds.rounded(.up))), detail: "Over quota: \(quota.limit) requests per \(quota.window); try again after the reset."),
+                instance: request.uri.path
+            )
+            Self.tell(quota, in: &response)
+            return response
+        case .admitted(let quota):
             defer { state.capacity.release(at: state.clock.now) }
             let service = state.capacity.service
             if service > .zero { try await state.clock.sleep(for: service) }
-            return try await next(request, context)
+            var response = try await next(request, context)
+            if let quota { Self.tell(quota, in: &response) }
+            return response
         }
     }
 

@@ -16,6 +16,8 @@ struct FaultRule: Sendable, Equatable {
     let end: Duration?
     /// Faulty for `on`, healthy for `off`, repeating from `start`.
     let flap: (on: Duration, off: Duration)?
+    /// The share of requests it applies to; nil: all.
+    let share: Double?
 
     init(id: Int, spec: FaultSpec, route: SandboxRoute?, mode: FaultMode, schedule: FaultSchedule, receivedAt now: Duration) {
         self.id = id
@@ -25,6 +27,13 @@ struct FaultRule: Sendable, Equatable {
         self.start = now + schedule.after
         self.end = schedule.length.map { now + schedule.after + $0 }
         self.flap = schedule.flap
+        self.share = schedule.share
+    }
+
+    /// Whether it applies to one request, drawn at random when it applies to a share of them.
+    func applies(using random: inout some RandomNumberGenerator) -> Bool {
+        guard let share else { return true }
+        return Double.random(in: 0..<1, using: &random) < share
     }
 
     /// Whether it applies to `route`.

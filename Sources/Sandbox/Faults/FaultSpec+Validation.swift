@@ -80,6 +80,10 @@ extension FaultSpec {
             guard on > .zero, off > .zero else { throw .badFault("flap.on and flap.off must be positive") }
             schedule.flap = (on, off)
         }
+        if let share {
+            guard share > 0, share <= 1 else { throw .badFault("share must be above 0 and at most 1") }
+            schedule.share = share
+        }
         return schedule
     }
 

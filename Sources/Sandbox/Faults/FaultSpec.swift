@@ -60,4 +60,8 @@ struct FaultSpec: Codable, Sendable, Equatable {
     var `for`: Double?
     /// Alternate between faulty and healthy while the fault lasts.
     var flap: Flap?
+    /// The share of requests the fault applies to, drawn at random for each (above 0, at most 1;
+    /// default 1): one bad backend of three behind a balancer is `1/3`. The others go on to the
+    /// next rule, or are served.
+    var share: Double?
 }

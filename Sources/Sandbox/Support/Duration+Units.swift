@@ -10,4 +10,9 @@ extension Duration {
         let (seconds, attoseconds) = components
         return Double(seconds) * 1_000 + Double(attoseconds) / 1e15
     }
+
+    /// Seconds, with the fraction.
+    var seconds: Double {
+        milliseconds / 1_000
+    }
 }

@@ -17,8 +17,8 @@ struct CapacityTests {
 
     @Test func requestsBeyondTheSlotsWaitInTheQueueAndBeyondItAreShed() async throws {
         let limiter = try limiter(CapacitySpec(concurrency: 2, queue: 1, retryAfter: 3))
-        #expect(await limiter.admit(.items, at: .zero) == .admitted)
-        #expect(await limiter.admit(.items, at: .zero) == .admitted)
+        #expect(await limiter.admit(.items, at: .zero) == .admitted(nil))
+        #expect(await limiter.admit(.items, at: .zero) == .admitted(nil))
         let waiter = Task { await limiter.admit(.items, at: .zero) }
         while limiter.current.counts.waiting < 1 { await Task.yield() }
         #expect(await limiter.admit(.items, at: .zero) == .shed(retryAfter: 3))
@@ -26,16 +26,29 @@ struct CapacityTests {
         #expect(await limiter.admit(.token, at: .zero) == .unlimited)
 
         limiter.release(at: .zero)
-        #expect(await waiter.value == .admitted)
+        #expect(await waiter.value == .admitted(nil))
         #expect(limiter.current.counts == .init(inService: 2, waiting: 0, peakInService: 2, admitted: 3, shed: 1))
     }
 
     @Test func aRateAdmitsOneSecondsWorthAtOnceThenAsTokensComeBack() async throws {
         let limiter = try limiter(CapacitySpec(perSecond: 5))
-        for _ in 0..<5 { #expect(await limiter.admit(.items, at: .zero) == .admitted) }
+        for _ in 0..<5 { #expect(await limiter.admit(.items, at: .zero) == .admitted(nil)) }
         #expect(await limiter.admit(.items, at: .zero) == .shed(retryAfter: 1))
         #expect(await limiter.admit(.items, at: .milliseconds(100)) == .shed(retryAfter: 1))
-        #expect(await limiter.admit(.items, at: .milliseconds(200)) == .admitted)
+        #expect(await limiter.admit(.items, at: .milliseconds(200)) == .admitted(nil))
+    }
+
+    /// A quota per window, as APIs announce it: every answer tells what remains until the reset;
+    /// beyond the quota, refused until the window ends; the next window starts afresh.
+    @Test func aQuotaPerWindowIsToldWithEveryAnswerAndRefusedBeyond() async throws {
+        let limiter = try limiter(CapacitySpec(quota: .init(limit: 3, window: 10)), at: .seconds(100))
+        for remaining in [2, 1, 0] {
+            #expect(await limiter.admit(.items, at: .seconds(104)) == .admitted(.init(limit: 3, remaining: remaining, reset: .seconds(6), window: .seconds(10))))
+            limiter.release(at: .seconds(104))
+        }
+        #expect(await limiter.admit(.items, at: .seconds(105)) == .overQuota(.init(limit: 3, remaining: 0, reset: .seconds(5), window: .seconds(10))))
+        #expect(await limiter.admit(.items, at: .seconds(110)) == .admitted(.init(limit: 3, remaining: 2, reset: .seconds(10), window: .seconds(10))))
+        #expect(limiter.current.counts.shed == 1)
     }
 
     @Test func aRampUpStartsLowAfterItsDelayAndClimbsToTheFullCapacity() throws {
@@ -51,6 +64,7 @@ struct CapacityTests {
     @Test(arguments: [
         #"{"concurrency":0}"#, #"{"perSecond":-1}"#, #"{"queue":-2}"#, #"{"routes":["login"]}"#,
         #"{"rampUp":{"from":0,"seconds":5}}"#, #"{"serviceMs":1e9}"#, #"{"concurrency":"eight"}"#,
+        #"{"quota":{"limit":0,"window":60}}"#, #"{"quota":{"limit":10,"window":0}}"#,
     ])
     func aCapacityThatCannotBeAppliedIsRefusedWithItsReason(json: String) {
         #expect(throws: CapacityError.self) { try CapacitySpec(json: json) }

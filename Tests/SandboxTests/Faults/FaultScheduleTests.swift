@@ -29,6 +29,19 @@ struct FaultScheduleTests {
         }
     }
 
+    /// A fault for a share of requests, as one bad backend of several behind a balancer: about
+    /// that share of the requests meet it, the others are served.
+    @Test func aFaultForAShareOfRequestsMeetsAboutThatShare() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.fault(#"{"route":"healthz","mode":"status","status":502,"share":0.25}"#)
+            var failed = 0
+            for _ in 0..<400 where try await sandbox.send(.GET, "/healthz").status == 502 { failed += 1 }
+            #expect((60...140).contains(failed), "\(failed) of 400")
+            let refused = try await sandbox.send(.POST, "/admin/faults", body: ByteBuffer(string: #"{"mode":"down","share":1.5}"#))
+            #expect(refused.status == 400)
+        }
+    }
+
     @Test func afterDelaysTheStart() async throws {
         let clock = ManualClock()
         try await RunningSandbox.with(clock: SandboxClock(clock)) { sandbox in
