@@ -14,13 +14,14 @@ extension JobStore {
     }
 
     /// Queues dead letters again — all of them, or those of one incident. Their reason becomes
-    /// their `lastError`; `attempts` is kept. Returns how many.
+    /// their `lastError`; `attempts` is kept; their failures on their own are forgotten (an
+    /// operator retries once the cause is fixed). Returns how many.
     @discardableResult
     package func retryDeadLetters(incident: UInt64? = nil) throws(StoreError) -> Int {
         let now = storeNow().storeMilliseconds
         let count = try write("retrying dead letters") { db in
             var sql = """
-                UPDATE job SET state = 'queued', lastError = reason, reason = NULL, incident = NULL, updatedAt = ?
+                UPDATE job SET state = 'queued', lastError = reason, reason = NULL, incident = NULL, ownFailures = 0, updatedAt = ?
                 WHERE state = 'deadLettered'
                 """
             var arguments: StatementArguments = [now]
@@ -44,7 +45,7 @@ extension JobStore {
             [id],
             "retrying dead letter \(id)",
             sql: """
-                UPDATE job SET state = 'queued', lastError = reason, reason = NULL, incident = NULL, updatedAt = :now
+                UPDATE job SET state = 'queued', lastError = reason, reason = NULL, incident = NULL, ownFailures = 0, updatedAt = :now
                 WHERE id = :id AND state = 'deadLettered'
                 """
         ) == 1

@@ -289,6 +289,22 @@ extension JobStore {
         ) == 1
     }
 
+    /// Records that a pending job failed on its own `ownFailures` times (the bus set it aside), so
+    /// that after a restart it is set aside again at its next failure. Returns whether it was
+    /// pending.
+    @discardableResult
+    package func markIsolated(_ id: String, ownFailures: Int) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "recording job \(id) as failing on its own",
+            sql: """
+                UPDATE job SET ownFailures = MAX(ownFailures, :ownFailures), updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight')
+                """,
+            ["ownFailures": ownFailures]
+        ) == 1
+    }
+
     /// Records jobs delivered, in one transaction. Returns how many were not delivered already.
     ///
     /// Delivery is a fact: a job an operator discarded or dead-lettered meanwhile is recorded

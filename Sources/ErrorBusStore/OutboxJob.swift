@@ -34,6 +34,9 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     package var updatedAt: Date
     /// When the job was recorded delivered.
     package var deliveredAt: Date?
+    /// How many times it failed on its own (``JobStore/markIsolated(_:ownFailures:)``); 0 for a
+    /// job never set aside.
+    package var ownFailures: Int
 
     package init(
         id: String,
@@ -49,7 +52,8 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         reason: String? = nil,
         createdAt: Date,
         updatedAt: Date,
-        deliveredAt: Date? = nil
+        deliveredAt: Date? = nil,
+        ownFailures: Int = 0
     ) {
         self.id = id
         self.digest = digest
@@ -65,6 +69,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.deliveredAt = deliveredAt
+        self.ownFailures = ownFailures
     }
 
     /// Read by column name, without `Decodable`: a claim decodes every job it takes, and GRDB's
@@ -88,5 +93,6 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         createdAt = Date(storeMilliseconds: try row.decode(forColumn: "createdAt"))
         updatedAt = Date(storeMilliseconds: try row.decode(forColumn: "updatedAt"))
         deliveredAt = try row.decode(Int64?.self, forColumn: "deliveredAt").map(Date.init(storeMilliseconds:))
+        ownFailures = try row.decode(forColumn: "ownFailures")
     }
 }

@@ -197,6 +197,14 @@ enum StoreSchema {
             try db.execute(sql: "UPDATE job SET id = errorbus_job_key(id) WHERE typeof(id) = 'text' AND length(id) = 64")
         }
 
+        // How many times a job failed on its own before errorbusd last stopped (the bus set it
+        // aside: `BusEvent.jobIsolated`): submitted again with `Job.failedOnItsOwn`, it goes
+        // straight to an incident of its own at its next failure instead of being taken for its
+        // API's failure again. Added with a default: an older errorbusd runs on it unaware.
+        migrator.registerMigration("11 job isolation") { db in
+            try db.execute(sql: "ALTER TABLE job ADD COLUMN ownFailures INTEGER NOT NULL DEFAULT 0")
+        }
+
         return migrator
     }
 }
