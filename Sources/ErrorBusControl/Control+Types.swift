@@ -159,6 +159,10 @@ extension Control {
         case running
         /// An incident holds its work back; the bus is working on it (probe, back-off, sign-in).
         case held
+        /// It delivers, but its API refuses some of its work (a rate, a quota, a full queue, a bad
+        /// backend): an incident paces it at the rate the API serves, and tries the refused work
+        /// again.
+        case paced
         /// An incident needs an operator (rejected credentials, dead letters).
         case needsOperator
         /// Paused, by an operator or by a local `fatal` failure, until resumed.
@@ -250,7 +254,7 @@ extension Control {
         /// A short stable code, e.g. `connectionRefused`.
         public var cause: String
         /// `waiting`, `canary`, `probing`, `reauthenticating`, `needsOperator`, `paused`,
-        /// `releasing`, `collecting` or `resolved`.
+        /// `releasing`, `pacing`, `settling`, `collecting` or `resolved`.
         public var state: String
         /// A few words, e.g. "API unreachable".
         public var title: String
@@ -370,7 +374,7 @@ extension Control {
         /// Its size in bytes.
         public var size: Int
         public var state: JobState
-        /// Uploads tried.
+        /// Uploads tried, all told: those recorded and, for a job the bus holds, those since.
         public var attempts: Int
         /// Why the last attempt failed.
         public var lastError: String?

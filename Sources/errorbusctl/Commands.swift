@@ -121,7 +121,7 @@ struct Watch: ControlCommand {
 struct TargetOptions: ParsableArguments {
     @Argument(help: "An incident's id.") var incident: Int?
     @Option(help: ArgumentHelp(jobIDHelp, valueName: "id")) var job: String?
-    @Flag(help: "Every dead letter.") var deadLetters = false
+    @Flag(help: "Every dead letter (retry: and every file set aside on its own, not given up yet, tried again now).") var deadLetters = false
 
     /// What a job's id may be, for `--job` and `cancel`.
     static let jobIDHelp = """

@@ -10,7 +10,7 @@ extension Output {
     func tone(_ state: Control.ServiceState) -> Tone {
         switch state {
         case .running: .good
-        case .held: .warning
+        case .held, .paced: .warning
         case .needsOperator, .paused, .stopped: .bad
         }
     }

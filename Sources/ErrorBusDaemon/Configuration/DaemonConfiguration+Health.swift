@@ -32,6 +32,9 @@ extension DaemonConfiguration {
         /// the last delivery, the oldest waiting job's arrival or the start, whichever is latest).
         /// Default 1 min, 15 min.
         package var notDelivering: Levels<Duration>
+        /// `health.refused.*`: while an incident paces uploads (their API refuses some and serves
+        /// the others), the percentage of the latest uploads it refused. Default 10, 50.
+        package var refused: Levels<Int>
 
         package init(
             oldestJob: Levels<Duration> = Levels(warning: .seconds(15 * 60), critical: .seconds(3_600)),
@@ -39,7 +42,8 @@ extension DaemonConfiguration {
             deadLetters: Levels<Int> = Levels(warning: 1, critical: 100),
             incidentAge: Levels<Duration> = Levels(warning: .seconds(10 * 60), critical: .seconds(3_600)),
             freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20),
-            notDelivering: Levels<Duration> = Levels(warning: .seconds(60), critical: .seconds(15 * 60))
+            notDelivering: Levels<Duration> = Levels(warning: .seconds(60), critical: .seconds(15 * 60)),
+            refused: Levels<Int> = Levels(warning: 10, critical: 50)
         ) {
             self.oldestJob = oldestJob
             self.parked = parked
@@ -47,6 +51,7 @@ extension DaemonConfiguration {
             self.incidentAge = incidentAge
             self.freeSpace = freeSpace
             self.notDelivering = notDelivering
+            self.refused = refused
         }
     }
 

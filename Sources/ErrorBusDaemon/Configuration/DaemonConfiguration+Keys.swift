@@ -396,6 +396,11 @@ extension DaemonConfiguration.Health {
                 file's arrival or errorbusd's start, whichever is latest. A host whose every upload is held (an outage, \
                 a paused service, a full disk) says so within a minute.
                 """,
+            "refused": """
+                While an incident paces uploads (their API refuses some and serves the others: a rate, a quota, a bad \
+                backend), the percentage of the latest uploads (at most 128) it refused: a host that delivers at a \
+                fraction of its pace says so, however much gets through. 0 while nothing paces.
+                """,
         ],
         keys: [
             .init("oldest-job.warning", \.oldestJob.warning, ValueType.duration(.greaterThan(.zero)).orNone, ""),
@@ -410,6 +415,8 @@ extension DaemonConfiguration.Health {
             .init("free-space.critical", \.freeSpace.critical, ValueType.size(.atLeast(0)).orNone, ""),
             .init("not-delivering.warning", \.notDelivering.warning, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("not-delivering.critical", \.notDelivering.critical, ValueType.duration(.greaterThan(.zero)).orNone, ""),
+            .init("refused.warning", \.refused.warning, ValueType.integer(.between(1, 100)).orNone, ""),
+            .init("refused.critical", \.refused.critical, ValueType.integer(.between(1, 100)).orNone, ""),
         ],
         validate: { _, health throws(ConfigurationError) in
             try ordered("oldest-job", health.oldestJob, DurationText.exact)
@@ -418,6 +425,7 @@ extension DaemonConfiguration.Health {
             try ordered("incident-age", health.incidentAge, DurationText.exact)
             try ordered("free-space", health.freeSpace, ByteCountText.exact, below: true)
             try ordered("not-delivering", health.notDelivering, DurationText.exact)
+            try ordered("refused", health.refused) { "\($0)" }
         }
     )
 
@@ -469,14 +477,26 @@ extension ErrorBusConfiguration {
                 comes back after an outage, it starts slow again, so a fleet's recovery is a ramp, not a surge. A lone \
                 host reaches the maximum within a few round trips.
                 """,
+            "pacing": """
+                An API that refuses some uploads and serves the others (a rate limit, a quota, a full queue, a cold start, \
+                one bad backend behind a balancer) is one incident per cause that paces instead of holding: nothing is \
+                held back, the refused files are tried again after a short back-off of their own (no sooner than a \
+                Retry-After), and the uploads to that API are sent at the rate it is seen to serve. Only when it serves \
+                nothing (several uploads in a row failing, more than chance allows at the share that failed before) \
+                does the incident hold the API and test it with one canary at a time.
+                """,
+            "pacing.retry": "The back-off before a refused file is tried again while the API serves others (a Retry-After is waited at least).",
             "release": "Releasing the jobs parked by an incident once its cause is gone.",
             "retry-budget": "The retry budget (a token bucket): retries can never add more than a fraction of recent successes, plus a small floor.",
             "isolation": """
                 A file that fails while others of its service are delivered (one the API refuses with a 5xx, one that \
                 never gets an answer, a 429 for one name) fails for a reason of its own: it leaves the incident, whose \
                 other files go, and is retried on its own back-off, then set aside as a dead letter with its cause. Told \
-                apart on its second failure, once another file's upload that started after its first failure was \
-                delivered.
+                apart once its failures, each counted only while other files were delivered, are less likely than one \
+                in 10^evidence had it failed only as often as the others fail the same way: a few failures when the \
+                others are delivered, many more when the API refuses a share of everything (at a third refused, \
+                thirteen in a row). A file is given up only after max-attempts failures on its own, each while others \
+                were delivered.
                 """,
             "isolation.backoff": "The back-off between its retries (a 429's Retry-After is waited instead).",
         ],
@@ -511,6 +531,22 @@ extension ErrorBusConfiguration {
             .init("concurrency.latency-tolerance", \.concurrency.latencyTolerance, .number(.between(1, 100)), restart: true, """
                 A round trip slower than this times the usual latency counts as the API pushing back.
                 """),
+            .init("pacing.rate", \.pacing.adaptsRate, .choice([("adaptive", true), ("off", false)]) { $0 ? "adaptive" : "off" }, restart: true, """
+                adaptive: the uploads to an API that refuses some (429, 503) are sent at a rate learnt from its refusals \
+                and from the quota it states (RateLimit, RateLimit-Policy, X-RateLimit-*), spread evenly; the rate is off \
+                until the API first refuses, and off again after pacing.quiet without a refusal. off: only the number at \
+                once adapts (bus.concurrency).
+                """),
+            .init("pacing.decrease", \.pacing.decrease, .number(.between(0.01, 0.99)), restart: true, "What a refusal multiplies the rate by."),
+            .init("pacing.minimum-rate", \.pacing.minimum, .number(.between(0.001, 1_000_000)), restart: true, "The lowest rate, in uploads per second."),
+            .init("pacing.cycle-requests", \.pacing.cycleRequests, .integer(.between(1, 1_000_000)), restart: true, """
+                After a cut the rate grows back along a cubic curve that takes as long as this many uploads at the rate it \
+                was cut from (at least 1 s, at most 60 s): about one refusal per this many uploads.
+                """),
+            .init("pacing.quiet", \.pacing.quiet, .duration(.atLeast(.seconds(60))), restart: true, "After this long without a refusal the rate is off again; at least 60s."),
+            .init("pacing.retry.base", \.pacing.retry.base, .duration(.greaterThan(.zero)), restart: true, "The first wait's bound."),
+            .init("pacing.retry.factor", \.pacing.retry.factor, .number(.between(1, 100)), restart: true, "Each step multiplies the bound by this."),
+            .init("pacing.retry.cap", \.pacing.retry.cap, .duration(.greaterThan(.zero)), restart: true, "The bound never exceeds this; at least base."),
             .init("release.spread", \.release.spread, .duration(.atLeast(.zero)), restart: true, """
                 Each released job starts after a random delay of up to this. The delays follow one another, so they \
                 also bound the release rate (about 2/spread jobs a second).
@@ -528,6 +564,10 @@ extension ErrorBusConfiguration {
             .init("isolation.max-attempts", \.isolation.maxAttempts, ValueType.integer(.atLeast(1)).orNone, restart: true, """
                 How many failures on its own a file may have before it is set aside as a dead letter; empty: retried \
                 until it succeeds or an operator acts.
+                """),
+            .init("isolation.evidence", \.isolation.evidence, .number(.between(0.1, 100)), restart: true, """
+                How unlikely, in decimal orders of magnitude, a file's failures must be as the API's before they count as \
+                its own: 6 is one chance in a million.
                 """),
             .init("isolation.backoff.base", \.isolation.backoff.base, .duration(.greaterThan(.zero)), restart: true, "The first wait's bound."),
             .init("isolation.backoff.factor", \.isolation.backoff.factor, .number(.between(1, 100)), restart: true, "Each step multiplies the bound by this."),
@@ -573,6 +613,7 @@ extension ErrorBusConfiguration {
                 )
             }
             try ordered(settings, "isolation.backoff.base", bus.isolation.backoff.base, "isolation.backoff.cap", bus.isolation.backoff.cap)
+            try ordered(settings, "pacing.retry.base", bus.pacing.retry.base, "pacing.retry.cap", bus.pacing.retry.cap)
         }
     )
 

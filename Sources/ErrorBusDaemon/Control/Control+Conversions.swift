@@ -65,8 +65,11 @@ extension Control.JobState {
 
 extension Control.Job {
     /// A stored job; `held` is where the bus holds it, if it does.
+    /// A stored job as the bus holds it, if it does: parked, its attempts those recorded and the
+    /// runs it made since (every attempt is an upload, wherever it is counted).
     init(_ job: OutboxJob, held: HeldJob? = nil) {
         self.init(job, state: held == nil ? Control.JobState(job.state) : .parked, incident: held.map { $0.incident?.rawValue } ?? job.incident)
+        if let held { attempts += held.runs }
     }
 
     /// A stored job: parked behind the incident that holds its queue back, if it is one of the

@@ -241,9 +241,11 @@ struct ControlService: Sendable {
         guard running else { return .stopped }
         if incidents.contains(where: { $0.state == .paused || $0.category.kind == .fatal }) { return .paused }
         if incidents.contains(where: { $0.state == .needsOperator }) { return .needsOperator }
-        // An `invalid` incident sets rejected jobs aside; it holds nothing else back.
-        // Nor does one whose cause went away, settling.
-        if incidents.contains(where: { $0.category.kind != .invalid && $0.state != .settling }) { return .held }
+        // An `invalid` incident sets rejected jobs aside; it holds nothing else back. Nor does one
+        // whose cause went away (releasing, settling), one that paces, or one job's own.
+        let holding: Set<IncidentState> = [.waiting, .canary, .probing, .reauthenticating]
+        if incidents.contains(where: { $0.category.kind != .invalid && $0.fingerprint.job == nil && holding.contains($0.state) }) { return .held }
+        if incidents.contains(where: { $0.state == .pacing }) { return .paced }
         return .running
     }
 
@@ -398,7 +400,13 @@ struct ControlService: Sendable {
         case .deadLetters:
             let requeued = try storeCall { () throws(StoreError) in try store.retryDeadLetters() }
             if requeued > 0 { await sync.wakeUp() }
-            return Control.Count(count: requeued)
+            // And the jobs set aside on their own that are not dead letters yet: each is tried
+            // again now.
+            var isolated = 0
+            for incident in await bus.snapshot().incidents where incident.fingerprint.job != nil && incident.service == SyncService.service {
+                if (try? await bus.retry(incident: incident.id)) != nil { isolated += 1 }
+            }
+            return Control.Count(count: requeued + isolated)
         }
     }
 

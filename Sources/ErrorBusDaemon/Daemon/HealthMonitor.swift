@@ -64,6 +64,22 @@ final class HealthMonitor: Sendable {
         var notDelivering: Duration?
         /// How many jobs wait for delivery (files left in the outbox for room included).
         var waiting = 0
+        /// While an incident paces uploads, the percentage of the latest ones its API refused,
+        /// and that incident; 0 and `nil` while none paces.
+        var refused = 0
+        var pacing: IncidentID?
+    }
+
+    /// The percentage of its latest uploads the API of the incident that paces sync's uploads
+    /// refused (the highest, should several pace), and that incident.
+    static func refused(_ snapshot: BusSnapshot) -> (percent: Int, incident: IncidentID?) {
+        var worst: (percent: Int, incident: IncidentID?) = (0, nil)
+        for incident in snapshot.incidents where incident.state == .pacing && incident.service == SyncService.service {
+            guard let refusals = snapshot.refusals.first(where: { $0.service == incident.service && $0.scope == incident.fingerprint.scope }) else { continue }
+            let percent = Int((refusals.share * 100).rounded())
+            if worst.incident == nil || percent > worst.percent { worst = (percent, incident.id) }
+        }
+        return worst
     }
 
     /// The verdict now. A measure the store cannot give is a critical check of its own: a store
@@ -77,6 +93,7 @@ final class HealthMonitor: Sendable {
         // (parked, or waiting for the retry budget), and the queue an incident holds back.
         let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
         var measures = Measures(parked: parked, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
+        (measures.refused, measures.pacing) = Self.refused(snapshot)
         do {
             // The oldest job queued, or the oldest file left in the outbox for room, if older.
             let backlog = try store.backlog()
@@ -150,6 +167,14 @@ final class HealthMonitor: Sendable {
                 "nothing delivered for \(DurationText.format($0)) while \(IncidentReporter.count(measures.waiting, "file")) wait"
             } ?? "nothing waiting"
         ))
+        checks.append(check(
+            "refused",
+            Double(measures.refused),
+            unit: "%",
+            levels.refused.warning.map(Double.init),
+            levels.refused.critical.map(Double.init),
+            text: measures.pacing.map { "the API refused \(measures.refused) % of the latest uploads (incident \($0) paces them)" } ?? "no upload paced"
+        ))
         if let free = measures.freeSpace {
             checks.append(check(
                 "free-space",
@@ -198,6 +223,7 @@ final class HealthMonitor: Sendable {
         switch unit {
         case "s": DurationText.exact(.seconds(value))
         case "B": ByteCountText.exact(Int64(value))
+        case "%": "\(Int(value)) %"
         default: value == value.rounded() ? String(Int64(value)) : String(value)
         }
     }

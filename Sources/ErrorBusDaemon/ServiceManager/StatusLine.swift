@@ -37,6 +37,8 @@ enum StatusLine {
         parts.append("\(incident.fingerprint.scope) \(condition(incident.category.kind)) since \(clockTime(ago: incident.age))")
         if incident.state == .needsOperator {
             parts.append("needs an operator")
+        } else if incident.state == .pacing {
+            parts.append("paced: it serves others")
         } else if let next = incident.next {
             parts.append("\(phrase(next.step)) in \(DurationText.format(next.delay))")
         }

@@ -258,11 +258,29 @@ actor SyncService: Service {
     }
 
     /// Wakes the dispatcher when an incident's cause is gone or it ends: the jobs it held back
-    /// may go. (A rescan wakes it too, should an event be missed.)
+    /// may go. (A rescan wakes it too, should an event be missed.) And records in the store each
+    /// job the bus sets aside on its own, so that a restart keeps it aside.
     private nonisolated func wakeWhenReleased() async {
         let subscription = await bus.subscribe()
-        for await event in subscription.cancelOnGracefulShutdown() where event.kind == .releaseStarted || event.kind == .incidentResolved {
-            wake.yield()
+        for await event in subscription.cancelOnGracefulShutdown() {
+            switch event.kind {
+            case .releaseStarted, .incidentResolved:
+                wake.yield()
+            case .jobIsolated:
+                guard let job = event.job, job.service == Self.service else { continue }
+                await isolated(job)
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Records that the bus set `job` aside on its own.
+    private func isolated(_ job: Job) async {
+        do {
+            try store.markIsolated(job.id, ownFailures: job.failedOnItsOwn + 1)
+        } catch {
+            await storeFailures.report(error, doing: "record that \(job.name ?? job.id) fails on its own")
         }
     }
 
@@ -296,7 +314,8 @@ actor SyncService: Service {
                 if !claimed.isEmpty { await unclaim(claimed) }
                 while let job = state.start(at: clock.now()) {
                     let (upload, uploader) = (OutboxFile(job), uploader)
-                    let busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
+                    var busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
+                    busJob.failedOnItsOwn = job.ownFailures
                     let history = JobHistory(queuedAt: job.createdAt, attempts: job.attempts)
                     uploads.addTask { await self.submit(upload, as: busJob, history: history, with: uploader) }
                 }

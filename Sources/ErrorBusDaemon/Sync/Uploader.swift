@@ -22,9 +22,10 @@ protocol Uploading: Sendable {
 /// streamed from disk (raw or as a `multipart/form-data` part), the file's SHA-256 in the
 /// idempotency header, the configured headers and the sign-in's `Authorization`. A delivered
 /// status counts only with the receipt the contract asks for. Knows nothing of retries: every
-/// failure is thrown, categorised, for the bus. A success whose rate-limit fields say the quota
-/// is spent (`RateLimit: …;r=0;t=30`, `X-RateLimit-Remaining: 0`) has the bus pace the API's scope
-/// until the reset, so the next upload does not meet a `429`.
+/// failure is thrown, categorised, for the bus. What any answer's rate-limit fields say of the
+/// quota (`RateLimit: …;r=12;t=30`, `X-RateLimit-Remaining`) goes to the bus
+/// (``ErrorBus/quota(remaining:reset:for:)``), which spreads what remains over the time left and,
+/// once nothing remains, holds the uploads until the reset, told as an incident.
 final class Uploader: Uploading {
     let http: HTTPClient
     let auth: AuthService
@@ -32,6 +33,7 @@ final class Uploader: Uploading {
     /// The contract, its URL made absolute.
     let contract: UploadContract
     let scope: String
+    let realm: String
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
 
@@ -41,6 +43,7 @@ final class Uploader: Uploading {
         self.bus = bus
         self.contract = settings.upload
         self.scope = settings.scope
+        self.realm = settings.realm
         self.requestTimeout = settings.requestTimeout
         self.classify = settings.classify
     }
@@ -96,7 +99,7 @@ final class Uploader: Uploading {
             } catch let error as SystemCallError {
                 throw OutboxFileFailure(error, job: job)
             }
-            try await send(request, item: item, url: url)
+            try await send(request, item: item, url: url, job: job)
         } else {
             do {
                 try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
@@ -110,7 +113,7 @@ final class Uploader: Uploading {
                     } else {
                         request.body = .stream(chunks, length: .known(size))
                     }
-                    try await send(request, item: item, url: url)
+                    try await send(request, item: item, url: url, job: job)
                 }
             } catch let error as FileSystemError {
                 throw OutboxFileFailure(error, job: job)
@@ -118,7 +121,7 @@ final class Uploader: Uploading {
         }
     }
 
-    private func send(_ request: HTTPClientRequest, item: UploadItem, url: String) async throws {
+    private func send(_ request: HTTPClientRequest, item: UploadItem, url: String, job: OutboxFile) async throws {
         let method = contract.method.rawValue
         let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let response: HTTPClientResponse
@@ -130,11 +133,15 @@ final class Uploader: Uploading {
         } catch {
             throw HTTPFailure(classifying: error, method: method, url: url)
         }
-        guard contract.delivered.contains(Int(response.status.code)) else {
-            throw await HTTPFailure.classifying(response, method: method, url: url, deadline: deadline).overridden(by: classify)
+        let delivered = contract.delivered.contains(Int(response.status.code))
+        // A refusal that says nothing remains is its own incident, with the reset as its hint
+        // (HTTPFailure reads it); what remains is told either way.
+        if let fields = RateLimitFields(headers: response.headers), let remaining = fields.remaining, let reset = fields.reset,
+           delivered || remaining > 0 {
+            bus.quota(remaining: remaining, reset: reset, for: Job(id: job.id, service: SyncService.service, scope: scope, realm: realm))
         }
-        if let pause = RateLimitFields(headers: response.headers)?.pause {
-            bus.pace(scope: scope, for: pause)
+        guard delivered else {
+            throw await HTTPFailure.classifying(response, method: method, url: url, deadline: deadline).overridden(by: classify)
         }
         try await checkReceipt(response, item: item, method: method, url: url, deadline: deadline)
     }

@@ -46,10 +46,10 @@ struct CapacityIntegrationTests {
     }
 
     @Test func aSheddingAPIMakesErrorbusdBackOffWhereAFixedConcurrencyKeepsOverrunningIt() async throws {
-        // The same daemon with its concurrency fixed at 16: every release after a Retry-After
-        // sends 16 at once, and 13 of them are shed, round after round.
+        // The same daemon with its concurrency fixed at 16 and no rate learnt: every release after
+        // a Retry-After sends 16 at once, and 13 of them are shed, round after round.
         let fixed = try await Self.upload(environment: [
-            "ERRORBUSD_BUS_CONCURRENCY_INITIAL": "16", "ERRORBUSD_BUS_CONCURRENCY_DECREASE": "1",
+            "ERRORBUSD_BUS_CONCURRENCY_INITIAL": "16", "ERRORBUSD_BUS_CONCURRENCY_DECREASE": "1", "ERRORBUSD_BUS_PACING_RATE": "off",
         ])
         let adaptive = try await Self.upload(environment: [:])
         // Both deliver everything: shedding loses nothing.

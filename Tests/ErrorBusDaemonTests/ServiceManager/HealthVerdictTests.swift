@@ -1,4 +1,5 @@
 @testable import ErrorBusDaemon
+import ErrorBus
 import ErrorBusControl
 import Testing
 
@@ -16,7 +17,7 @@ import Testing
         let health = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
         #expect(health.status == .ok)
         #expect(health.summary == "no job waiting, 0 parked, no open incident")
-        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "not-delivering", "free-space"])
+        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "not-delivering", "refused", "free-space"])
     }
 
     /// Work that waits while nothing is delivered is a warning within a minute, long before the
@@ -54,6 +55,21 @@ import Testing
         #expect(health.summary.contains("500 MiB free for the store (warning at or below 1GiB)"), "\(health.summary)")
 
         measures.freeSpace = 100 << 20
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
+    }
+
+    /// A host whose API refuses much of its work, while an incident paces it, says so however
+    /// much gets through: a trickle is not healthy delivery.
+    @Test func aPacedHostDeliveringAFractionOfItsPaceIsAWarning() {
+        var measures = Self.healthy()
+        measures.refused = 9
+        measures.pacing = IncidentID(rawValue: 3)
+        #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .ok, "a few percent refused is pacing as it should be")
+        measures.refused = 31
+        let health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .warning)
+        #expect(health.summary == "the API refused 31 % of the latest uploads (incident 3 paces them) (warning from 10 %)", "\(health.summary)")
+        measures.refused = 90
         #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
     }
 

@@ -13,6 +13,8 @@ struct StateDatabase {
         let reason: String?
         /// When it was queued (or arrived, for a file that waited for room), in milliseconds.
         let createdAt: Int64
+        /// How many times it failed on its own (the bus set it aside).
+        let ownFailures: Int
     }
 
     struct Incident: Decodable, FetchableRecord {
@@ -45,7 +47,7 @@ struct StateDatabase {
                 db,
                 sql: """
                     SELECT CASE typeof(id) WHEN 'blob' THEN lower(hex(id)) ELSE id END AS id,
-                        fileName, state, incident, reason, createdAt
+                        fileName, state, incident, reason, createdAt, ownFailures
                     FROM job WHERE state = ? ORDER BY seq
                     """,
                 arguments: [state.rawValue]
