@@ -208,7 +208,7 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
     /// had it failed only as often as the scope's other jobs did at the same time, is below one in
     /// 10^``evidence``. Each failure of the job adds `log10(1 / share)` to its evidence, where
     /// `share` is how often the scope failed its other jobs' fresh runs the same way (the same
-    /// cause) lately (``ScopeOutcomes/failureShare(of:)``), but only when another job of its
+    /// cause) among its latest runs, but only when another job of its
     /// service and scope succeeded since its previous failure: failures while nothing else is served (an outage, or
     /// no traffic beside it) say nothing of the job. So one file the API refuses among good ones
     /// is told apart within a few failures, while a scope that refuses a share of everything (a
@@ -239,7 +239,8 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
 
     /// How a scope that refuses some requests and serves the others is paced.
     ///
-    /// A failure while its scope still serves other jobs (``ScopeOutcomes/serves``) is the
+    /// A failure while its scope still serves other jobs (a run succeeded lately, and the
+    /// failures since are not too many to be chance at the share that failed before) is the
     /// scope's, one incident per cause, but it holds nothing back: the incident **paces**
     /// (``IncidentState/pacing``). New work and the jobs it refused go on through the scope's
     /// ``ConcurrencyLimit`` and ``AdaptiveRate``, each refused job after a back-off of its own
