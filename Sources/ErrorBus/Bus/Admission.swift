@@ -337,7 +337,11 @@ public struct ScopeConcurrency: Sendable, Equatable {
     /// limited.
     public var rate: Double?
 
-    public init(scope: String, limit: Int, inFlight: Int, waiting: Int, isHeld: Bool, rate: Double? = nil) {
+    public init(scope: String, limit: Int, inFlight: Int, waiting: Int, isHeld: Bool) {
+        self.init(scope: scope, limit: limit, inFlight: inFlight, waiting: waiting, isHeld: isHeld, rate: nil)
+    }
+
+    public init(scope: String, limit: Int, inFlight: Int, waiting: Int, isHeld: Bool, rate: Double?) {
         self.scope = scope
         self.limit = limit
         self.inFlight = inFlight
