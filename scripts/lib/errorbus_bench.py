@@ -64,10 +64,12 @@ class Nginx:
     missing."""
     USER, PASSWORD = "errorbus", "bench-password"
 
-    def __init__(self, work, locations="", access_log=False):
+    def __init__(self, work, locations="", access_log=False, dav=None, servers=""):
         """`locations`: more nginx `location` blocks for the server, with `{dav}` for the WebDAV
         location's path prefix (`/dav`); `access_log`: log each request (method, URI, status) to
-        `access.log` in the server's directory."""
+        `access.log` in the server's directory; `dav`: what the WebDAV location does after basic
+        auth, in place of storing the file itself (e.g. `proxy_pass` to backends); `servers`: more
+        blocks of the `http` context, with `{root}` for the server's directory (the backends)."""
         subprocess.run(["bash", "-c", "source scripts/lib/prerequisites.sh && require_debian_packages nginx-light openssl"], cwd=ROOT, check=True)
         import socket
         with socket.socket() as s:
@@ -97,17 +99,18 @@ http {
         listen 127.0.0.1:%d;
         location = /healthz { return 204; }
         location /dav/ {
-            root %s/html;
-            dav_methods PUT;
-            create_full_put_path on;
+            %s
             auth_basic "errorbus";
             auth_basic_user_file %s/htpasswd;
         }
 %s
     }
+%s
 }
 ''' % ("user root root;" if os.geteuid() == 0 else "", d,
-       (d + "/access.log errorbus") if access_log else "off", d, port, d, d, locations.replace("{dav}", "/dav")))
+       (d + "/access.log errorbus") if access_log else "off", d, port,
+       dav or "root %s/html; dav_methods PUT; create_full_put_path on;" % d,
+       d, locations.replace("{dav}", "/dav"), servers.replace("{root}", d)))
         self.process = subprocess.Popen(["nginx", "-e", "stderr", "-p", d, "-c", d + "/nginx.conf"], stderr=subprocess.PIPE, text=True)
         for line in self.process.stderr:
             if "start worker process " in line:
