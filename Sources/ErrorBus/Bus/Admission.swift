@@ -120,7 +120,14 @@ struct Admission: Sendable {
                 scope.limit.release(.other, at: now)
                 return
             }
-            scope.limit.release(ending.outcome, at: now)
+            var outcome = ending.outcome
+            if case .backPressure = outcome, scope.outcomes[job.service]?.serves == true {
+                // A failure that passes while the scope serves others (one bad backend of
+                // several, a share of 5xx) says nothing of load: what the scope can take shows
+                // in the latency of what succeeds, and in its refusals.
+                outcome = .other
+            }
+            scope.limit.release(outcome, at: now)
             switch ending.outcome {
             case .success: scope.rate.succeeded(at: now)
             case .overloaded: scope.rate.refused(sentAt: ending.startedAt, at: now)
