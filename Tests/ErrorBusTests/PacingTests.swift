@@ -52,6 +52,26 @@ struct PacingTests {
         }
     }
 
+    /// A share of failures that pass (a `5xx` from one bad backend of three) while the scope serves
+    /// the others says nothing of its load: the scope's concurrency limit is not cut by them, so
+    /// a backlog is not sent one request at a time (with each failure counted as back-pressure,
+    /// 300 jobs against a third failing leave the limit at 2 of 16).
+    @Test func aShareOfFailuresLeavesTheConcurrencyLimitAlone() async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await Self.history(bus, clock)
+            let before = try #require(await bus.snapshot().concurrency.first?.limit)
+            #expect(before > 1)
+            let api = ModelAPI(.failing(share: 1.0 / 3), clock: clock, seed: 3)
+            let result = await drive(Self.jobs(300), through: bus, against: api, clock: clock, limit: clock.now.offset + .seconds(600))
+            #expect(result.succeeded == 300)
+            #expect(api.tally.attempts > 350, "a third of the requests failed")
+            // A run of failures long enough by chance to read as the scope serving no more may
+            // still cut it once; cut at each failure, it would end at its floor.
+            let after = try #require(await bus.snapshot().concurrency.first?.limit)
+            #expect(after >= before / 2, "the limit went from \(before) to \(after)")
+        }
+    }
+
     /// An API that serves 20 requests a second (a token bucket one request deep: `503` with
     /// `Retry-After: 1` beyond it) and fails a share of those it serves: once the scope's rate has
     /// learnt the law, a backlog goes at about the rate the scope serves, and little of it is
