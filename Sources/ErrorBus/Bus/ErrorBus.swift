@@ -45,9 +45,6 @@ public actor ErrorBus: Service {
     /// Incidents holding back new work, per key, oldest first.
     var holds: [HoldKey: [IncidentRecord]] = [:]
     var recentlyResolved = Deque<IncidentSnapshot>()
-    /// When a job of each service last failed at each scope (`unreachable`, `transient`,
-    /// `rateLimited`): a job fails on its own only if a success started after it.
-    var latestFailures: [ServiceScope: TimelineInstant] = [:]
     /// When each realm's credentials were last renewed (a sign-in, or its owner saying so): a
     /// refusal of a run that started before then refused the old credentials, not the new ones.
     var credentialsRenewedAt: [String: TimelineInstant] = [:]

@@ -251,12 +251,6 @@ enum HoldKey: Hashable, Sendable {
     }
 }
 
-/// A service's work at a scope.
-struct ServiceScope: Hashable, Sendable {
-    let service: String
-    let scope: String
-}
-
 /// When a held job's time is up (``Job/expiresAfter``), for the bus's heap of expiries.
 struct Expiry: Comparable {
     let deadline: TimelineInstant
