@@ -100,6 +100,40 @@ struct AdaptiveRateTests {
         #expect(due.map { abs(($0.offset - .seconds(1.2)) / .seconds(1) - 1 / cut) < 0.001 } == true, "\(String(describing: due))")
     }
 
+    /// What is sent while an incident holds the scope (a request now and then) says nothing of
+    /// what the host sends when it may: a refusal just after the hold ends cuts the rate from
+    /// what was sent before it, not from the trickle (measured, the trickle left a rate of about
+    /// one request a second, which took a minute to climb back).
+    @Test func whatIsSentWhileHeldIsNotMeasured() throws {
+        var rate = Rate(ErrorBusConfiguration.Pacing())
+        for step in 0..<20 {
+            #expect(rate.take(at: Self.at(Double(step) * 0.05)) == nil)
+            rate.succeeded(at: Self.at(Double(step) * 0.05))
+        }
+        rate.refused(sentAt: Self.at(1), at: Self.at(1))
+        // Two seconds at the learnt rate, then held for ten, a request every two seconds.
+        var now = 1.0
+        while now < 3 {
+            if let due = rate.take(at: Self.at(now)) {
+                now = due.offset / .seconds(1)
+                continue
+            }
+            rate.succeeded(at: Self.at(now))
+            now += 0.001
+        }
+        let before = try #require(rate.limit(at: Self.at(3)))
+        rate.hold(at: Self.at(3))
+        for second in stride(from: 4.0, to: 13, by: 2) {
+            _ = rate.take(at: Self.at(second))
+            rate.succeeded(at: Self.at(second))
+        }
+        rate.resume(at: Self.at(13))
+        _ = rate.take(at: Self.at(13))
+        rate.refused(sentAt: Self.at(13), at: Self.at(13.01))
+        let cut = try #require(rate.limit(at: Self.at(13.01)))
+        #expect(cut > before / 2, "cut to \(cut) from \(before)")
+    }
+
     @Test func aRateLiftsAfterQuiet() {
         var rate = Rate(ErrorBusConfiguration.Pacing(quiet: .seconds(120)))
         _ = rate.take(at: Self.at(0))

@@ -43,12 +43,14 @@ struct PacingTests {
             #expect(incidents.count == 1, "one incident for one cause: \(incidents.map { "\($0.id) \($0.fingerprint)" })")
             // The work went on at the pace the scope serves: each refused job tried again after a
             // short back-off of its own (at most 2 s), never one canary at a time for everyone.
-            // Arriving every 20 ms for 4 s, they are all delivered within seconds, even when
-            // nine runs in ten fail (where the unluckiest job needs some forty runs).
+            // Arriving every 20 ms for 4 s, they are all delivered within seconds; when nine runs
+            // in ten fail, within minutes (the unluckiest job needs some fifty runs, 2 s apart:
+            // about 130 s, more when a chance run of failures reads for a while as the scope
+            // serving no more), where one canary at a time would not deliver them in 600 s.
             let tally = api.tally
             #expect(Double(tally.served) / Double(tally.attempts) > (1 - share) * 0.8)
             let drained = try #require(result.endedAt.values.max()) - start
-            #expect(drained < .seconds(share < 0.9 ? 20 : 180), "drained after \(drained)")
+            #expect(drained < .seconds(share < 0.9 ? 20 : 300), "drained after \(drained)")
         }
     }
 
