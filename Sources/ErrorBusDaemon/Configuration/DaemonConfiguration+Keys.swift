@@ -534,16 +534,16 @@ extension ErrorBusConfiguration {
             .init("pacing.rate", \.pacing.adaptsRate, .choice([("adaptive", true), ("off", false)]) { $0 ? "adaptive" : "off" }, restart: true, """
                 adaptive: the uploads to an API that refuses some (429, 503) are sent at a rate learnt from its refusals \
                 and from the quota it states (RateLimit, RateLimit-Policy, X-RateLimit-*), spread evenly; the rate is off \
-                until the API first refuses, and off again after pacing.quiet without a refusal. off: only the number at \
+                until the API first refuses, and off again after three of its cycles (or pacing.quiet) without a refusal. off: only the number at \
                 once adapts (bus.concurrency).
                 """),
             .init("pacing.decrease", \.pacing.decrease, .number(.between(0.01, 0.99)), restart: true, "What a refusal multiplies the rate by."),
             .init("pacing.minimum-rate", \.pacing.minimum, .number(.between(0.001, 1_000_000)), restart: true, "The lowest rate, in uploads per second."),
             .init("pacing.cycle-requests", \.pacing.cycleRequests, .integer(.between(1, 1_000_000)), restart: true, """
                 After a cut the rate grows back along a cubic curve that takes as long as this many uploads at the rate it \
-                was cut from (at least 1 s, at most 60 s): about one refusal per this many uploads.
+                was cut from (at least 1 s, at most 10 s): about one refusal per this many uploads.
                 """),
-            .init("pacing.quiet", \.pacing.quiet, .duration(.atLeast(.seconds(60))), restart: true, "After this long without a refusal the rate is off again; at least 60s."),
+            .init("pacing.quiet", \.pacing.quiet, .duration(.atLeast(.seconds(60))), restart: true, "After this long without a refusal the rate is off again (or after three of its cycles, if sooner); at least 60s."),
             .init("pacing.retry.base", \.pacing.retry.base, .duration(.greaterThan(.zero)), restart: true, "The first wait's bound."),
             .init("pacing.retry.factor", \.pacing.retry.factor, .number(.between(1, 100)), restart: true, "Each step multiplies the bound by this."),
             .init("pacing.retry.cap", \.pacing.retry.cap, .duration(.greaterThan(.zero)), restart: true, "The bound never exceeds this; at least base."),
