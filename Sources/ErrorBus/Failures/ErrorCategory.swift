@@ -64,7 +64,7 @@ public enum ErrorCategory: Sendable, Hashable {
         /// Whether a failure of this kind, met while its scope still serves other jobs, paces the
         /// scope's work instead of holding it (``IncidentState/pacing``): a server that refuses
         /// some requests (`transient`, `rateLimited`). A scope that cannot be reached is probed.
-        var paces: Bool {
+        package var paces: Bool {
             switch self {
             case .transient, .rateLimited: true
             case .unreachable, .unauthenticated, .invalid, .fatal: false

@@ -7,12 +7,12 @@
 /// outage's end is noticed, and full jitter there would make that anywhere from at once to a
 /// whole cap late, at twice the mean rate of requests. What a long outage costs is bounded by
 /// the retry budget every canary draws on, not by the cap.
-struct Backoff: Sendable, Equatable {
+package struct Backoff: Sendable, Equatable {
     var configuration: ErrorBusConfiguration.Backoff
     /// How many delays have been handed out.
     private(set) var attempts = 0
 
-    init(_ configuration: ErrorBusConfiguration.Backoff) {
+    package init(_ configuration: ErrorBusConfiguration.Backoff) {
         self.configuration = configuration
     }
 
@@ -41,7 +41,7 @@ struct Backoff: Sendable, Equatable {
 
     /// A delay for the given attempt (0-based), drawn as ``nextDelay(using:)`` draws it, without
     /// counting an attempt.
-    func delay(forAttempt attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
+    package func delay(forAttempt attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
         let ceiling = ceiling(forAttempt: attempt).seconds
         let floor = ceiling >= configuration.cap.seconds ? ceiling / 2 : 0
         return .seconds(Double.random(in: floor...ceiling, using: &random))
