@@ -539,10 +539,11 @@ final class Simulation {
                 case .shed, .overQuota: .overloaded
                 case .reset: hosts[host].outcomes.serves ? .other : .backPressure
                 }
+            let queueing = hosts[host].limit.isQueueing
             hosts[host].limit.release(outcome, at: now)
             switch answer {
             case .stored: hosts[host].rate.succeeded(at: now)
-            case .shed, .overQuota: hosts[host].rate.refused(sentAt: request.sent, at: now)
+            case .shed, .overQuota: queueing ? hosts[host].rate.answered(at: now) : hosts[host].rate.refused(sentAt: request.sent, at: now)
             case .reset: hosts[host].rate.answered(at: now)
             }
         } else if case .stored(let latency, _) = answer {

@@ -127,9 +127,14 @@ struct Admission: Sendable {
                 // in the latency of what succeeds, and in its refusals.
                 outcome = .other
             }
+            // A refusal while answers come slow is a queue overflowing (a few workers behind a
+            // short queue): the concurrency limit answers it; the rate is cut only for a
+            // refusal that no queue explains (a rate, a quota).
+            let queueing = scope.limit.isQueueing
             scope.limit.release(outcome, at: now)
             switch ending.outcome {
             case .success: scope.rate.succeeded(at: now)
+            case .overloaded where queueing: scope.rate.answered(at: now)
             case .overloaded: scope.rate.refused(sentAt: ending.startedAt, at: now)
             case .backPressure, .other: scope.rate.answered(at: now)
             }

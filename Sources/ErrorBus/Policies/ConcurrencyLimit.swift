@@ -176,6 +176,14 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         self.baseline = baseline + (mean - baseline) * min(1, weight)
     }
 
+    /// Whether the latest answers came slow, beyond the tolerance over the baseline (the ceiling
+    /// left aside): requests wait in a queue in front of the scope. A refusal then is that queue
+    /// overflowing, which this limit answers; it says nothing of a rate (``AdaptiveRate``).
+    public var isQueueing: Bool {
+        guard let baseline, let recentLatency else { return false }
+        return recentLatency > max(baseline * configuration.latencyTolerance, baseline + deviation * 4)
+    }
+
     /// Above this a latency is slow: the tolerance times the baseline, or the baseline plus four
     /// of its mean deviations when it varies that much, but no more than nine tenths of the
     /// ``ceiling``; no bound before there is a baseline.
