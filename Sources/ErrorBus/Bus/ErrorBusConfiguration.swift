@@ -262,10 +262,10 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
         /// refusal per this many requests. Default 20.
         public var cycleRequests: Int
         /// The shortest and longest time the rate takes to come back after a cut. Defaults 1 s
-        /// and 10 s: a host cut to a low rate while many shared the scope takes its place back
+        /// and 5 s: a host cut to a low rate while many shared the scope takes its place back
         /// within seconds once they are done (with 60 s, a fleet of 100 against a rate limit took
-        /// 5 times the ideal to drain, `scripts/bench-fleet --law rate`), at the cost of more
-        /// refusals for a host alone below 2 requests a second (about one per 10 s cycle).
+        /// 5.3 times the ideal to drain, with 10 s 1.7: `scripts/bench-fleet --law rate`), at the
+        /// cost of more refusals for a host alone below 4 requests a second (about one per 5 s).
         public var shortestCycle: Duration
         public var longestCycle: Duration
         /// After this long without a refusal the rate is off again, or after three cycles of its
@@ -281,7 +281,7 @@ public struct ErrorBusConfiguration: Sendable, Equatable {
             minimum: Double = 0.05,
             cycleRequests: Int = 20,
             shortestCycle: Duration = .seconds(1),
-            longestCycle: Duration = .seconds(10),
+            longestCycle: Duration = .seconds(5),
             quiet: Duration = .seconds(120),
             measurement: Duration = .milliseconds(500)
         ) {

@@ -541,7 +541,7 @@ extension ErrorBusConfiguration {
             .init("pacing.minimum-rate", \.pacing.minimum, .number(.between(0.001, 1_000_000)), restart: true, "The lowest rate, in uploads per second."),
             .init("pacing.cycle-requests", \.pacing.cycleRequests, .integer(.between(1, 1_000_000)), restart: true, """
                 After a cut the rate grows back along a cubic curve that takes as long as this many uploads at the rate it \
-                was cut from (at least 1 s, at most 10 s): about one refusal per this many uploads.
+                was cut from (at least 1 s, at most 5 s): about one refusal per this many uploads.
                 """),
             .init("pacing.quiet", \.pacing.quiet, .duration(.atLeast(.seconds(60))), restart: true, "After this long without a refusal the rate is off again (or after three of its cycles, if sooner); at least 60s."),
             .init("pacing.retry.base", \.pacing.retry.base, .duration(.greaterThan(.zero)), restart: true, "The first wait's bound."),
