@@ -62,6 +62,7 @@ struct Options: ParsableArguments {
     @Option(name: .customLong("pacing-quiet"), help: "bus.pacing's quiet, in seconds (default: the bus's).") var pacingQuiet: Double?
     @Option(name: .customLong("pacing-longest-cycle"), help: "bus.pacing's longest cycle, in seconds (default: the bus's).") var pacingLongestCycle: Double?
     @Option(help: "The random seed.") var seed: UInt64 = 1
+    @Flag(help: "Prints when each host finished, with its rate and limit, and what a run that did not finish left where.") var trace = false
     @Option(help: "Seconds after the outage the run gives up.") var settle: Double = 1_800
     @Option(help: "Writes the figures and per-second series here as JSON.") var json: String?
 
@@ -330,7 +331,6 @@ final class Simulation {
     var requestsAfter = 0
     var lastDelivery: Instant?
     var now = Instant(offset: .zero)
-    let debug = ProcessInfo.processInfo.environment["ERRORBUS_SIM_DEBUG"] != nil
 
     init(_ options: Options) {
         self.options = options
@@ -392,7 +392,7 @@ final class Simulation {
         }
     }
 
-    /// What is left where, for a run that did not finish (ERRORBUS_SIM_DEBUG).
+    /// What is left where, for a run that did not finish (`--trace`).
     func dumpLeftovers() {
         for (index, host) in hosts.enumerated() where host.delivered + host.deadLettered < options.files {
             let incidents = host.incidents.values.map { "\($0.cause) \($0.state) ready \($0.ready.count) delayed \($0.delayed.count) running \($0.running)" }
@@ -582,7 +582,7 @@ final class Simulation {
         series.count(\.stored, at: now)
         hosts[host].delivered += 1
         if hosts[host].firstDelivery == nil { hosts[host].firstDelivery = now }
-        if debug, hosts[host].delivered == options.files {
+        if options.trace, hosts[host].delivered == options.files {
             print("host \(host) done at \(now) rate \(String(describing: hosts[host].rate.limit(at: now))) measured \(hosts[host].rate.measured) permits \(hosts[host].limit.permits) incidents \(hosts[host].opened)")
         }
         lastDelivery = now
@@ -925,7 +925,7 @@ struct FleetSimulator: ParsableCommand {
     func run() throws {
         let simulation = Simulation(options)
         simulation.run()
-        if ProcessInfo.processInfo.environment["ERRORBUS_SIM_DEBUG"] != nil { simulation.dumpLeftovers() }
+        if options.trace { simulation.dumpLeftovers() }
         let figures = simulation.figures()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
