@@ -267,8 +267,10 @@ struct DaemonIntegrationTests {
         }
     }
 
+    /// The job is discarded while it waits, not while it is the canary (a running job is
+    /// discarded only when its run ends).
     @Test func contentDiscardedOnceIsSentWhenItArrivesAgain() async throws {
-        try await Self.withDaemon { sandbox, daemon in
+        try await Self.withDaemon(environment: Self.noCanaryUntilRetried) { sandbox, daemon in
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             let heartbeat = Data("0 events\n".utf8)
             try daemon.drop("hb.txt", content: heartbeat)
@@ -277,6 +279,7 @@ struct DaemonIntegrationTests {
             #expect(try await ControlIntegrationTests.ctl(daemon, "discard", "--job", id).status == 0)
             #expect(try Self.store(of: daemon).jobs(.discarded).map(\.fileName) == ["hb.txt"])
             try await sandbox.clearFaults()
+            _ = try await ControlIntegrationTests.ctl(daemon, "retry", "1")
 
             // The producer writes the same bytes again, and once more under another name.
             try FileManager.default.removeItem(atPath: daemon.outbox + "/hb.txt")
