@@ -207,6 +207,7 @@ let package = Package(
             name: "errorbusd",
             dependencies: [
                 "ErrorBusDaemon",
+                "ErrorBusStore",
                 "ErrorBusControl",
                 "Systemd",
                 "Varlink",
@@ -221,8 +222,10 @@ let package = Package(
         // errorbusd (which serves it) and errorbusctl (which calls it).
         .target(
             name: "ErrorBusControl",
-            dependencies: ["Varlink"]
+            dependencies: ["Varlink", "CBuildVersion"]
         ),
+        // The build's version, when scripts/install names one (Sources/CBuildVersion/shim.h).
+        .systemLibrary(name: "CBuildVersion"),
         // `errorbusctl`: the control CLI, a Varlink client of io.errorbus.Control.
         .executableTarget(
             name: "errorbusctl",
