@@ -80,14 +80,18 @@ package final class JobStore: Sendable {
     ///   - clock: where the dates it records come from (``WallClock/system``; a test's moves
     ///     with its manual clock).
     ///   - logger: where the store reports opening, migrations, repairs and closing.
+    ///   - version: the version of the errorbusd opening it, recorded as the store's writer and
+    ///     named to an older errorbusd that cannot read it; `nil` records nothing.
     /// - Throws: ``StoreError`` — e.g. ``StoreError/isInUse`` when another process holds the
-    ///   directory, ``StoreError/isCorrupt`` when the file is not a usable database.
+    ///   directory, ``StoreError/isCorrupt`` when the file is not a usable database,
+    ///   ``StoreError/isNewer`` when a newer errorbusd wrote it in a form this one cannot read.
     package init(
         directory: String,
         durability: StoreDurability = .processCrash,
         deliveryGatherTime: Duration = JobStore.defaultDeliveryGatherTime,
         clock: WallClock = .system,
-        logger: Logger
+        logger: Logger,
+        version: String? = nil
     ) throws(StoreError) {
         self.clock = clock
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
@@ -127,7 +131,12 @@ package final class JobStore: Sendable {
             }
             let migrator = StoreSchema.migrator
             let before = try pool.read { db in try migrator.appliedIdentifiers(db) }
+            let unknown = try pool.read { db in try StoreFormat.unknownRequirements(db, known: Set(migrator.migrations)) }
+            if let unknown {
+                throw StoreError.newer(path: path, writer: unknown.writer, requirements: unknown.requirements, reader: version)
+            }
             try migrator.migrate(pool)
+            try pool.write { db in try StoreFormat.record(db, version: version, at: clock.now()) }
             applied = migrator.migrations.filter { !before.contains($0) }
             if try pool.read({ db in try migrator.hasBeenSuperseded(db) }) {
                 logger.warning(

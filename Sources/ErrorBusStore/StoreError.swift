@@ -17,6 +17,8 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         case corrupt
         /// Another process holds the state directory's lock.
         case inUse
+        /// A newer errorbusd wrote the database in a form this one cannot read.
+        case newer
         /// The database could not be opened for another reason (missing parent directory…).
         case cannotOpen
         /// The store was closed.
@@ -52,6 +54,9 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
     package var isCorrupt: Bool { code == .corrupt }
     /// Another errorbusd uses the same state directory.
     package var isInUse: Bool { code == .inUse }
+    /// A newer errorbusd wrote the database in a form this one cannot read; ``description``
+    /// names it and the way back.
+    package var isNewer: Bool { code == .newer }
     /// The store was closed (the daemon is stopping).
     package var isClosed: Bool { code == .closed }
 
@@ -59,7 +64,7 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// that met it should pause, and the daemon should report a `fatal` failure.
     package var isFatal: Bool {
         switch code {
-        case .diskFull, .readOnly, .permissionDenied, .corrupt, .inUse, .cannotOpen: true
+        case .diskFull, .readOnly, .permissionDenied, .corrupt, .inUse, .newer, .cannotOpen: true
         case .closed, .other: false
         }
     }
@@ -85,6 +90,8 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         case .inUse:
             "Another process is using the state directory \(path) (it holds errorbusd.lock): "
                 + "stop the other errorbusd, or give this one another state directory."
+        case .newer:
+            detail
         case .cannotOpen:
             "errorbusd cannot open \(path) while \(action) (\(detail)). Check that the directory exists "
                 + "and that errorbusd's user may write it."
@@ -93,5 +100,25 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         case .other:
             "errorbusd could not finish \(action) in \(path): \(detail)"
         }
+    }
+}
+
+extension StoreError {
+    /// The store at `path` carries `requirements` that the errorbusd opening it (`reader`) does
+    /// not know: one line naming who wrote it and the two ways on.
+    static func newer(path: String, writer: String?, requirements: [(migration: String, release: String)], reader: String?) -> StoreError {
+        let needed = requirements.map { "\"\($0.migration)\" (errorbusd \($0.release))" }.joined(separator: ", ")
+        let writtenBy = writer.map { "errorbusd \($0)" } ?? "a newer errorbusd"
+        let this = reader.map { "errorbusd \($0)" } ?? "this errorbusd"
+        let release = requirements.map(\.release).max { ReleaseVersion($0) < ReleaseVersion($1) } ?? "a newer release"
+        let back = reader.map { "errorbusd --downgrade-store \($0)" } ?? "errorbusd --downgrade-store VERSION"
+        return StoreError(
+            .newer,
+            path: path,
+            action: "opening the job store",
+            detail: "\(path) was written by \(writtenBy) in a form \(this) cannot read (it needs \(needed)). "
+                + "Nothing in it was changed. Install errorbusd \(release) or later again; or, to go back to \(this), "
+                + "stop errorbusd and run `\(back)` with the newer errorbusd first."
+        )
     }
 }

@@ -4,8 +4,10 @@ import GRDB
 ///
 /// Append only: a migration that has shipped is never edited or removed; a change is a new
 /// migration at the end. New migrations add tables, columns (with defaults) and indexes, so an
-/// older errorbusd can still run on a database a newer one migrated (it logs a warning); the one
-/// exception, `10 binary job keys`, says how to undo it (docs/store.md).
+/// older errorbusd can still run on a database a newer one migrated (it logs a warning). A
+/// migration that changes how existing rows are written is listed in `StoreFormat.requirements`
+/// with its undo: an errorbusd that does not know it refuses the store, and
+/// `errorbusd --downgrade-store` turns it back (docs/store.md).
 ///
 /// Dates are INTEGER milliseconds since 1970 (`datetime(createdAt / 1000, 'unixepoch')` in
 /// `sqlite3`).
@@ -203,6 +205,13 @@ enum StoreSchema {
         // API's failure again. Added with a default: an older errorbusd runs on it unaware.
         migrator.registerMigration("11 job isolation") { db in
             try db.execute(sql: "ALTER TABLE job ADD COLUMN ownFailures INTEGER NOT NULL DEFAULT 0")
+        }
+
+        // What an errorbusd must know to read the store, and which errorbusd last wrote it
+        // (`StoreFormat`): an older errorbusd refuses a store it cannot read instead of misreading
+        // it, and a newer one can turn the store back for it.
+        migrator.registerMigration("12 store format") { db in
+            try StoreFormat.createTables(db)
         }
 
         return migrator

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ErrorBusControl
 import ErrorBusDaemon
+import ErrorBusStore
 import Foundation
 import Logging
 import Metrics
@@ -21,12 +22,22 @@ struct Errorbusd: AsyncParsableCommand {
             errorbusd.yaml(5) describes every key. A configuration that cannot be used exits with \
             status 78 (EX_CONFIG), naming the file, the line, the key and why.
 
+            --downgrade-store VERSION turns the state database back into a form the older errorbusd \
+            VERSION reads, before going back to it (errorbusd stopped; apt's downgrade asks for it). \
+            With --dry-run it only says whether VERSION reads the database as it is.
+
             Exit status:
               0   stopped by SIGTERM or SIGINT; with --check-config: the configuration
-                  can be used
-              1   stopped on an error (logged, and told to systemd with ERRNO=)
+                  can be used; with --downgrade-store: done, or nothing to do
+              1   stopped on an error (logged, and told to systemd with ERRNO=); with
+                  --downgrade-store --dry-run: VERSION cannot read the store as it is
               64  invalid arguments
+              65  the state database cannot be used: damaged, or written by a newer
+                  errorbusd in a form this one cannot read (EX_DATAERR)
+              73  the state directory cannot be written: read-only, or not errorbusd's
+                  user's (EX_CANTCREAT)
               78  the configuration cannot be used (EX_CONFIG)
+            65, 73 and 78 need an administrator: errorbusd.service does not restart on them.
             """,
         version: ErrorBusVersion.current
     )
@@ -43,6 +54,24 @@ struct Errorbusd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print the reference of every configuration key and exit: yaml (the example file, every key at its default), markdown or man (errorbusd.yaml(5)).", valueName: "format"))
     var configReference: ConfigurationReference.Format?
 
+    @Option(help: ArgumentHelp("Turn the state database (state.directory) back into a form errorbusd VERSION reads, and exit. errorbusd must be stopped.", valueName: "version"))
+    var downgradeStore: String?
+
+    @Flag(help: "With --downgrade-store: only say whether that version reads the state database as it is (exit 0) or not (exit 1); changes nothing, errorbusd may run.")
+    var dryRun = false
+
+    @Option(help: ArgumentHelp("With --downgrade-store: the state directory, instead of the configuration's state.directory.", valueName: "directory"))
+    var stateDirectory: String?
+
+    func validate() throws {
+        if let downgradeStore, ReleaseVersion(validating: downgradeStore) == nil {
+            throw ValidationError("--downgrade-store takes a version, such as 0.2.0; got '\(downgradeStore)'")
+        }
+        if downgradeStore == nil, dryRun || stateDirectory != nil {
+            throw ValidationError("--dry-run and --state-directory go with --downgrade-store")
+        }
+    }
+
     func run() async throws {
         if let configReference {
             print(ConfigurationReference.text(configReference, date: Self.today()), terminator: "")
@@ -50,6 +79,13 @@ struct Errorbusd: AsyncParsableCommand {
         }
         let startedAt = ContinuousClock.now
         let environment = ProcessInfo.processInfo.environment
+        if let downgradeStore {
+            let status = StoreDowngrade(release: downgradeStore, dryRun: dryRun).run(
+                directory: try stateDirectory ?? Self.stateDirectory(configurationFile: config, environment: environment)
+            )
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         // The manager's socket from $NOTIFY_SOCKET, written without waiting: sd_notify blocks
         // while the manager's queue is full, and errorbusd must not block a cooperative thread
         // on it (a dropped STATUS= is logged; the next one follows).
@@ -134,7 +170,22 @@ struct Errorbusd: AsyncParsableCommand {
         } catch {
             logger.critical("errorbusd stopped on an error: \(error)")
             try? notifier.failing(errno: Daemon.errnoCode(of: error), status: "failed: \(error)")
-            throw error
+            Self.answerWaitingControlCalls(with: Control.storeUnavailable.error(.init(reason: "\(error)")))
+            throw ExitCode(Daemon.exitCode(of: error))
+        }
+    }
+
+    /// `state.directory` as the configuration sets it, read as `--check-config` reads it.
+    static func stateDirectory(configurationFile: String, environment: [String: String]) throws -> String {
+        do {
+            return try DaemonConfiguration.loadWithSources(
+                file: configurationFile,
+                environment: environment,
+                credentialSource: directory(of: configurationFile)
+            ).0.state.directory
+        } catch {
+            FileHandle.standardError.write(Data("errorbusd: \(error)\n(give the state directory with --state-directory)\n".utf8))
+            throw ExitCode(ConfigurationError.exitCode)
         }
     }
 
@@ -155,13 +206,16 @@ struct Errorbusd: AsyncParsableCommand {
     /// socket would make systemd start errorbusd again at once, until its start limit failed the
     /// socket unit and took the control socket away.
     static func answerWaitingControlCalls(with error: ConfigurationError) {
+        answerWaitingControlCalls(with: Control.configurationUnusable.error(Control.ConfigurationProblem(error)))
+    }
+
+    /// Answers the calls waiting on the control socket with `error`, when errorbusd stops before
+    /// it could serve them (a start that cannot succeed).
+    static func answerWaitingControlCalls(with error: VarlinkError) {
         guard let socket = try? SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName) else { return }
-        let answered = VarlinkServer.answerPendingCalls(
-            on: socket.fileDescriptor,
-            with: Control.configurationUnusable.error(Control.ConfigurationProblem(error))
-        )
+        let answered = VarlinkServer.answerPendingCalls(on: socket.fileDescriptor, with: error)
         if answered > 0 {
-            FileHandle.standardError.write(Data("errorbusd: told \(answered) control client(s) that the configuration is unusable\n".utf8))
+            FileHandle.standardError.write(Data("errorbusd: told \(answered) control client(s) why it cannot run\n".utf8))
         }
     }
 

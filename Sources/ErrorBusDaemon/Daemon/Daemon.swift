@@ -66,7 +66,7 @@ package struct Daemon: Sendable {
     package func run() async throws {
         let configuration = self.configuration
         try Self.prepareDirectories(configuration)
-        let store = try JobStore(directory: configuration.state.directory, logger: logger)
+        let store = try JobStore(directory: configuration.state.directory, logger: logger, version: ErrorBusVersion.current)
         // What the last run left behind, if it ended without stopping (a crash, kill -9, a power
         // loss): a stop queues its jobs again and ends its incidents itself.
         let interrupted = try store.requeueInterrupted()
@@ -223,6 +223,21 @@ package struct Daemon: Sendable {
         case let error as StoreError where error.isInUse: EBUSY
         case is ConfigurationError: EINVAL
         default: EIO
+        }
+    }
+
+    /// The exit status that says why errorbusd stopped on `error`. A start that cannot succeed
+    /// until an administrator acts has a status errorbusd.service does not restart on
+    /// (`RestartPreventExitStatus=`): 65 (EX_DATAERR) for a store that is damaged or written by a
+    /// newer errorbusd, 73 (EX_CANTCREAT) for a state directory errorbusd's user cannot write
+    /// (read-only, another owner). Anything else is 1, which systemd restarts.
+    package static func exitCode(of error: any Error) -> Int32 {
+        switch error {
+        case let error as StoreError where error.isNewer || error.isCorrupt: 65
+        case let error as StoreError where error.isReadOnly || error.isPermissionDenied: 73
+        case let error as SystemCallError where [EACCES, EPERM, EROFS].contains(error.errnoCode): 73
+        case let error as CocoaError where [.fileWriteNoPermission, .fileWriteVolumeReadOnly, .fileReadNoPermission].contains(error.code): 73
+        default: 1
         }
     }
 

@@ -4,8 +4,8 @@ import GRDB
 import Testing
 
 /// Job keys that are hex SHA-256 digests, stored as their 32 bytes: found, claimed, delivered and
-/// told as their hex; migrated from the text earlier stores hold; turned back by the command the
-/// store's documentation gives.
+/// told as their hex; migrated from the text earlier stores hold; turned back for an errorbusd
+/// from before by `errorbusd --downgrade-store`.
 @Suite struct StoreJobKeyTests {
     static func digest(_ seed: String) -> String {
         String(repeating: seed, count: 64 / seed.count)
@@ -73,9 +73,9 @@ import Testing
     }
 
     /// A store of migration 9 (text keys) with work under way: opened, its digests become bytes,
-    /// the rest stays text, and the work goes on; the command docs/store.md gives for going back
-    /// to an errorbusd from before turns them into the very text they were.
-    @Test func textKeysBecomeBytesWithTheirWorkAndTheDocumentedCommandTurnsThemBack() async throws {
+    /// the rest stays text, and the work goes on; turned back for 0.2.0 (the release before the
+    /// migration), they are the very text they were, and opened again, bytes again.
+    @Test func textKeysBecomeBytesWithTheirWorkAndTheDowngradeTurnsThemBack() async throws {
         let queued = Self.digest("0123"), dead = Self.digest("fedc"), other = "job-1"
         try await StoreTestDirectory.with { directory in
             let path = directory + "/" + JobStore.databaseFileName
@@ -100,8 +100,10 @@ import Testing
             #expect(try store.checkIntegrity() == ["ok"])
             try await store.close()
 
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
+            #expect(try JobStore.downgrade(directory: directory, to: "0.2.0", logger: StoreTestDirectory.logger()) == ["10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == [])
             let undo = try DatabaseQueue(path: path)
-            try await undo.write { db in try db.execute(sql: StoreJobKeyTests.documentedUndo) }
             let (rows, migrations) = try await undo.read { db in
                 (
                     try Row.fetchAll(db, sql: "SELECT id, typeof(id) AS type FROM job ORDER BY seq").map { [$0["id"] as String, $0["type"] as String] },
@@ -111,20 +113,12 @@ import Testing
             #expect(rows == [[queued, "text"], [dead, "text"], [other, "text"]])
             #expect(!migrations.contains("10 binary job keys") && migrations.contains("9 job file stamp"))
             try undo.close()
-        }
-    }
 
-    /// The command docs/store.md gives, read from it: the test keeps the two the same.
-    static var documentedUndo: String {
-        get throws {
-            let doc = try String(contentsOfFile: #filePath.components(separatedBy: "/Tests/")[0] + "/docs/store.md", encoding: .utf8)
-            let lines = doc.components(separatedBy: "\n")
-            guard let start = lines.firstIndex(where: { $0.contains("UPDATE job SET id = lower(hex(id))") }) else {
-                throw CocoaError(.fileReadCorruptFile)
-            }
-            // Its SQL: the quoted lines from the UPDATE to the first empty line.
-            let command = lines[start...].prefix { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
-            return command.joined(separator: "\n").replacingOccurrences(of: "\"", with: "")
+            let again = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
+            #expect(try await Self.storedTypes(again) == [queued: "blob", dead: "blob", other: "text"])
+            #expect(try again.deadLetters().map(\.id) == [dead])
+            try await again.close()
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
         }
     }
 }
