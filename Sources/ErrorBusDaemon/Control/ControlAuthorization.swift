@@ -21,9 +21,11 @@ struct ControlAuthorization: Sendable {
         groupID = group.flatMap(UserDatabase.groupID(named:))
     }
 
-    /// Whether `peer` may call a mutating method.
+    /// Whether `peer` may call a mutating method: root, errorbusd's own user, and the members of
+    /// `control.group`.
     func mayChange(_ peer: VarlinkPeerCredentials) -> Bool {
-        if peer.isRoot { return true }
+        // Root, and errorbusd's own user: the unit's ExecReload= runs `errorbusctl reload` as it.
+        if peer.isRoot || peer.uid == getuid() { return true }
         guard let groupID else { return false }
         if peer.gid == groupID { return true }
         return UserDatabase.groups(ofUser: peer.uid).contains(groupID)
