@@ -170,7 +170,10 @@ struct Errorbusd: AsyncParsableCommand {
         } catch {
             logger.critical("errorbusd stopped on an error: \(error)")
             try? notifier.failing(errno: Daemon.errnoCode(of: error), status: "failed: \(error)")
-            Self.answerWaitingControlCalls(with: Control.storeUnavailable.error(.init(reason: "\(error)")))
+            if error is StoreError {
+                // The store cannot be opened: a start that fails before serving anyone.
+                Self.answerWaitingControlCalls(with: Control.storeUnavailable.error(.init(reason: "\(error)")))
+            }
             throw ExitCode(Daemon.exitCode(of: error))
         }
     }
