@@ -57,10 +57,10 @@ def run(cmd, check=True, timeout=120, **kwargs):
 # ---------------------------------------------------------------------------------------------
 # The Debian root, made once.
 
-def ensure_root_cache(cache, include):
-    """Makes the Debian root in `cache` with debootstrap (minbase and the packages `include`
-    names), unless it is there already with that package set (a stamp file records it)."""
-    stamp_text = f"suite={SUITE}\nvariant=minbase\ninclude={','.join(sorted(include))}\n"
+def ensure_root_cache(cache, include, suite=SUITE):
+    """Makes the Debian root of `suite` in `cache` with debootstrap (minbase and the packages
+    `include` names), unless it is there already with that package set (a stamp file records it)."""
+    stamp_text = f"suite={suite}\nvariant=minbase\ninclude={','.join(sorted(include))}\n"
     stamp = os.path.join(cache, ".errorbus-stamp")
     try:
         with open(stamp) as f:
@@ -68,12 +68,12 @@ def ensure_root_cache(cache, include):
                 return
     except FileNotFoundError:
         pass
-    log(f"making the Debian 12 root in {cache} with debootstrap (once; about a minute)")
+    log(f"making the Debian {suite} root in {cache} with debootstrap (once; about a minute)")
     parent = os.path.dirname(cache)
     os.makedirs(parent, exist_ok=True)
-    building = tempfile.mkdtemp(prefix=".nspawn-debian12-", dir=parent)
+    building = tempfile.mkdtemp(prefix=f".nspawn-{suite}-", dir=parent)
     try:
-        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(include), SUITE, building],
+        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(include), suite, building],
             timeout=1200)
         with open(os.path.join(building, ".errorbus-stamp"), "w") as f:
             f.write(stamp_text)
