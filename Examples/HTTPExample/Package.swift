@@ -5,7 +5,7 @@ import PackageDescription
 // A path dependency is known by the name of its directory, which is whatever the clone of the
 // repository is called. A package of your own depends on errorbus by URL and names it "errorbus":
 //
-//     .package(url: "https://github.com/errorbus/errorbus.git", from: "0.2.0", traits: ["HTTP"])
+//     .package(url: "https://github.com/errorbus/errorbus.git", from: "0.3.0", traits: ["HTTP"])
 //     .product(name: "ErrorBusHTTP", package: "errorbus")
 let errorbus = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent()  // Examples/HTTPExample

@@ -5,7 +5,7 @@ import CBuildVersion
 public enum ErrorBusVersion {
     /// The last release this source is, or follows: what CHANGELOG.md and `debian/changelog`
     /// name, and what a library user's `from:` resolves.
-    public static let release = "0.2.0"
+    public static let release = "0.3.0"
 
     /// This build's version: ``release`` for a build of the release's commit, and
     /// `RELEASE+N.gCOMMIT` for a build N commits after it (`0.3.0+4.g1a2b3c4d5e6f`), which sorts
