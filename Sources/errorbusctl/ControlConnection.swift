@@ -125,7 +125,10 @@ enum ControlConnection {
             return "reload failed, the running configuration is kept: \(problem.text)"
         }
         if let problem = try? Control.configurationUnusable.parameters(of: error) {
-            return "errorbusd cannot start, its configuration is unusable: \(problem.text). Fix it, then: systemctl restart errorbusd"
+            // Some reasons end with what to do already (a missing credential's); the others get it.
+            let restart = "systemctl restart errorbusd"
+            let advice = problem.text.contains(restart) ? "" : ". Fix it, then: \(restart)"
+            return "errorbusd cannot start, its configuration is unusable: \(problem.text)\(advice)"
         }
         if Control.serverErrors.tooManyConnections.matches(error) {
             return "errorbusd has as many control connections as it takes (control.max-connections); try again later"

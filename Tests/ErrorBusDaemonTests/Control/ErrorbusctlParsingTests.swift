@@ -3,6 +3,7 @@ import ErrorBusControl
 @testable import errorbusctl
 import Foundation
 import Testing
+import Varlink
 
 /// errorbusctl's arguments and its human output, without a daemon (the runs of the built binary
 /// are in ControlIntegrationTests).
@@ -89,5 +90,23 @@ import Testing
             sync       12  x
             loader      3  a longer note
             """)
+    }
+
+    /// The reason errorbusd gives for a configuration it cannot use may say how to restart it
+    /// already (a missing credential's does); the line says it once.
+    @Test func anUnusableConfigurationSaysHowToRestartOnce() {
+        let withAdvice = Control.configurationUnusable.error(Control.ConfigurationProblem(
+            key: "auth.client-secret",
+            reason: "no client secret: … Put the API's client secret there (owned by root, mode 0600), then: systemctl restart errorbusd",
+            text: "auth.client-secret: no client secret: … Put the API's client secret there (owned by root, mode 0600), then: systemctl restart errorbusd"
+        ))
+        let message = ControlConnection.message(for: withAdvice)
+        #expect(message.components(separatedBy: "systemctl restart errorbusd").count == 2, "\(message)")
+        let plain = Control.configurationUnusable.error(Control.ConfigurationProblem(
+            file: "/etc/errorbusd/errorbusd.yaml", line: 3, key: "sync.concurrency", reason: "must be at least 1, got \"0\"",
+            text: "/etc/errorbusd/errorbusd.yaml:3: sync.concurrency: must be at least 1, got \"0\""
+        ))
+        let plainMessage = ControlConnection.message(for: plain)
+        #expect(plainMessage.components(separatedBy: "systemctl restart errorbusd").count == 2, "\(plainMessage)")
     }
 }

@@ -779,6 +779,7 @@ struct ControlIntegrationTests {
         #expect(status.standardError.contains("configuration is unusable: \(broken):"), "\(status.standardError)")
         #expect(status.standardError.contains("sync-typo"), "\(status.standardError)")
         #expect(status.standardError.split(separator: "\n").count == 1, "one line: \(status.standardError)")
+        #expect(status.standardError.components(separatedBy: "systemctl restart errorbusd").count == 2, "said once: \(status.standardError)")
         let finished = await activator.waitForExit()
         #expect(finished.status == 78)
         #expect(finished.standardError.contains("told 1 control client(s)"), "\(finished.standardError)")
