@@ -40,8 +40,8 @@ enum ControlConnection {
     ///
     /// Under systemd, a call on errorbusd's own socket is watched (``UnitWatch``): when the
     /// service's start fails while the call waits, or the socket does not answer at all, the
-    /// failure says why errorbusd is not running (its unit's last result, the journal's last line
-    /// of its process) and exits 69 at once, instead of waiting out the call's 30 s timeout.
+    /// failure says why errorbusd is not running (its unit's last result, errorbusd's own last
+    /// error in the journal) and exits 69 at once, instead of waiting out the call's 30 s timeout.
     static func withoutReport<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
         let units = SystemdUnits(socket: options.socket)
         do {

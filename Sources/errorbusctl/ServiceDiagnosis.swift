@@ -4,8 +4,8 @@
 /// A start that cannot succeed (a missing library, a binary of another architecture, a
 /// configuration errorbusd cannot use before it can answer) leaves errorbusd.socket listening
 /// and errorbusd.service failed: a call is accepted by the socket, starts the service, and the
-/// service ends without answering it. The unit's last result and the last line its process
-/// wrote to the journal say why, in one line:
+/// service ends without answering it. The unit's last result and what its process said last
+/// in the journal (errorbusd's own last error, ``LastWords``) say why, in one line:
 ///
 ///     errorbusd is not running: errorbusd.service exited with status 127 at its start:
 ///     /usr/bin/errorbusd: error while loading shared libraries: libsqlite3.so.0: cannot open …
@@ -88,8 +88,8 @@ struct ServiceDiagnosis: Equatable {
             : "errorbusd.service and errorbusd.socket are neither enabled nor started: systemctl enable --now errorbusd.socket errorbusd.service"
     }
 
-    /// The one line errorbusctl prints: the reason, and the journal's last line of the process
-    /// that failed when there is one.
+    /// The one line errorbusctl prints: the reason, and what the process that failed said last
+    /// (``LastWords``) when there is something.
     func line(journal: String?) -> String {
         let reason = reason ?? "errorbusd.service is unknown to systemd"
         if let journal, !journal.isEmpty {

@@ -36,18 +36,22 @@ struct SystemdUnits: Sendable {
         return ServiceDiagnosis(show: output)
     }
 
-    /// The last line the service's last main process wrote to the journal (the dynamic
-    /// loader's complaint, systemd's "Failed to execute", errorbusd's own last words), or `nil`
-    /// when the caller may not read the journal or it has none.
+    /// What the service's last main process said last of why it stopped, from its journal
+    /// entries (``LastWords``: errorbusd's own last error, else the dynamic loader's complaint,
+    /// systemd's "Failed to execute", …), or `nil` when the caller may not read the journal or
+    /// the process said nothing that tells.
     func lastWords(of diagnosis: ServiceDiagnosis) -> String? {
         guard let journalctl, let pid = diagnosis.service["ExecMainPID"], pid != "0" else { return nil }
-        var arguments = [journalctl, "--no-pager", "--quiet", "--output=cat", "--lines=1", "_PID=\(pid)"]
+        // The last entries are enough: the runtime's complaints come by a few, not by hundreds.
+        var arguments = [
+            journalctl, "--no-pager", "--quiet", "--output=json", "--output-fields=\(LastWords.fields.joined(separator: ","))",
+            "--lines=200", "_PID=\(pid)",
+        ]
         if let started = diagnosis.service["ExecMainStartTimestamp"], started.hasPrefix("@") {
             arguments.insert("--since=\(started)", at: 1)
         }
         guard let output = Self.run(arguments) else { return nil }
-        let line = output.split(separator: "\n").last.map(String.init) ?? ""
-        return line.isEmpty ? nil : line
+        return LastWords(json: output).line
     }
 
     private static func find(_ name: String) -> String? {
