@@ -20,12 +20,13 @@ enum ControlConnection {
 
     private static let logger = Logger(label: "errorbusctl", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// Connects, runs `body`, and turns any failure into a message and an exit code.
+    /// Connects, runs `body`, and turns any failure into a message and an exit code: on standard
+    /// error, or with `--json` as a JSON object on standard output (``Failure/object``).
     static func with<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
         do {
             return try await withoutReport(options, body)
         } catch let failure as Failure {
-            throw fail(failure.message, failure.code)
+            throw report(failure, json: options.json)
         }
     }
 
@@ -33,6 +34,51 @@ enum ControlConnection {
     struct Failure: Error {
         var message: String
         var code: ExitCode
+        /// What kind of failure, in one word a script can match (`--json`'s `error`).
+        var kind: Kind
+
+        init(message: String, code: ExitCode, kind: Kind? = nil) {
+            self.message = message
+            self.code = code
+            self.kind = kind ?? Kind(code)
+        }
+
+        /// The kinds, by the exit status that tells them (`Errorbusctl`'s list).
+        enum Kind: String, Encodable {
+            /// errorbusd answered with another error (exit 1).
+            case failed
+            /// No such incident, job or service (4).
+            case notFound
+            /// An argument errorbusd refused (64).
+            case invalidArguments
+            /// errorbusd does not run, or stopped without answering (69).
+            case notRunning
+            /// Not allowed to open the socket or call the method (77).
+            case permissionDenied
+            /// errorbusd cannot start with its configuration: it said so (78), or its last start
+            /// under systemd exited with 78 (then errorbusctl exits 69: it is not running).
+            case configurationUnusable
+
+            init(_ code: ExitCode) {
+                self =
+                    switch code {
+                    case ExitStatus.notFound: .notFound
+                    case ExitStatus.usage: .invalidArguments
+                    case ExitStatus.notRunning: .notRunning
+                    case ExitStatus.permissionDenied: .permissionDenied
+                    case ExitStatus.configurationUnusable: .configurationUnusable
+                    default: .failed
+                    }
+            }
+        }
+
+        /// What `--json` prints instead of a reply: `{"error": "notRunning", "reason": "…"}`.
+        struct Object: Encodable {
+            var error: Kind
+            var reason: String
+        }
+
+        var object: Object { Object(error: kind, reason: message) }
     }
 
     /// As ``with(_:_:)``, but a failure is thrown as a ``Failure`` instead of being written to
@@ -146,5 +192,17 @@ enum ControlConnection {
     static func fail(_ message: String, _ code: ExitCode) -> ExitCode {
         FileHandle.standardError.write(Data("errorbusctl: \(message)\n".utf8))
         return code
+    }
+
+    /// Tells `failure` as ``fail(_:_:)`` does or, with `json`, as one JSON object on standard
+    /// output, where a script reading the reply looks; returns the code to exit with.
+    static func report(_ failure: Failure, json: Bool) -> ExitCode {
+        guard json else { return fail(failure.message, failure.code) }
+        do {
+            try Output.json(failure.object)
+        } catch {
+            return fail(failure.message, failure.code)
+        }
+        return failure.code
     }
 }

@@ -18,7 +18,10 @@ struct Errorbusctl: AsyncParsableCommand {
             reauth, reload) need root or membership of errorbusd's control group.
 
             --json prints the daemon's reply as io.errorbus.Control defines it; watch prints one \
-            JSON object per line. The interface with every type, method and error explained: \
+            JSON object per line. A command that fails prints instead, on standard output, one \
+            object {"error": …, "reason": …} (error: failed, notFound, invalidArguments, notRunning, \
+            permissionDenied or configurationUnusable; reason: the line said without --json) and \
+            exits with the status below. The interface with every type, method and error explained: \
             varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
             (systemd 255 and later) or, with any systemd, the Python reference client \
             (pip install varlink): python3 -m varlink.cli help \

@@ -286,7 +286,10 @@ struct ControlIntegrationTests {
             // uid 1 (daemon) is no member of nogroup.
             let other = try await ChildProcess.run("/usr/bin/setpriv", ["--reuid=1", "--regid=1", "--clear-groups"] + command)
             #expect(other.status == 77)
-            #expect(other.standardError.contains("members of group nogroup"))
+            // With --json, the refusal too is JSON, on standard output.
+            let refusal = try JSONDecoder().decode(ErrorObject.self, from: Data(other.standardOutput.utf8))
+            #expect(refusal.error == "permissionDenied")
+            #expect(refusal.reason.contains("members of group nogroup"), "\(refusal.reason)")
         }
     }
 
@@ -755,7 +758,13 @@ struct ControlIntegrationTests {
         }
     }
 
-    @Test func aBadConfigurationIsToldToTheCallThatStartedErrorbusd() async throws {
+    /// Runs errorbusctl with `arguments` on a socket that starts errorbusd, by socket
+    /// activation, with a configuration it cannot use: the call that starts it is answered with
+    /// the reason. `check` sees errorbusctl's run, the configuration file, and errorbusd's.
+    static func withUnusableConfiguration(
+        _ arguments: [String],
+        _ check: (_ errorbusctl: ChildProcess.Finished, _ configuration: String, _ errorbusd: ChildProcess.Finished) throws -> Void
+    ) async throws {
         let scratch = try ScratchDirectory("activation-bad")
         let sandbox = try await SandboxProcess(in: scratch)
         let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
@@ -772,18 +781,52 @@ struct ControlIntegrationTests {
         defer { try? FileManager.default.removeItem(atPath: activated) }
         let listening = await activator.waitForStandardError(containing: "Listening on \(activated)")
         try #require(listening, "systemd-socket-activate did not start: \(activator.standardError.text)")
-
-        // The call that starts errorbusd is answered with the reason, not reset.
-        let status = try await ChildProcess.run(Binaries.path("errorbusctl"), ["--socket", activated, "status"])
-        #expect(status.status == 78, "\(status.standardError)")
-        #expect(status.standardError.contains("configuration is unusable: \(broken):"), "\(status.standardError)")
-        #expect(status.standardError.contains("sync-typo"), "\(status.standardError)")
-        #expect(status.standardError.split(separator: "\n").count == 1, "one line: \(status.standardError)")
-        #expect(status.standardError.components(separatedBy: "systemctl restart errorbusd").count == 2, "said once: \(status.standardError)")
+        let called = try await ChildProcess.run(Binaries.path("errorbusctl"), ["--socket", activated] + arguments)
         let finished = await activator.waitForExit()
-        #expect(finished.status == 78)
-        #expect(finished.standardError.contains("told 1 control client(s)"), "\(finished.standardError)")
+        do {
+            try check(called, broken, finished)
+        } catch {
+            // The sandbox's client must be shut down before it goes, whatever the check found.
+            try? await sandbox.stop()
+            throw error
+        }
         try await sandbox.stop()
+    }
+
+    @Test func aBadConfigurationIsToldToTheCallThatStartedErrorbusd() async throws {
+        try await Self.withUnusableConfiguration(["status"]) { status, broken, finished in
+            // The call that starts errorbusd is answered with the reason, not reset.
+            #expect(status.status == 78, "\(status.standardError)")
+            #expect(status.standardError.contains("configuration is unusable: \(broken):"), "\(status.standardError)")
+            #expect(status.standardError.contains("sync-typo"), "\(status.standardError)")
+            #expect(status.standardError.split(separator: "\n").count == 1, "one line: \(status.standardError)")
+            #expect(status.standardError.components(separatedBy: "systemctl restart errorbusd").count == 2, "said once: \(status.standardError)")
+            #expect(finished.status == 78)
+            #expect(finished.standardError.contains("told 1 control client(s)"), "\(finished.standardError)")
+        }
+    }
+
+    /// What errorbusctl could not do, with --json: one JSON object on standard output, which a
+    /// script can read, and the exit status as without.
+    struct ErrorObject: Decodable {
+        var error: String
+        var reason: String
+    }
+
+    @Test func withJSONAnErrorIsAJSONObject() async throws {
+        try await Self.withUnusableConfiguration(["status", "--json"]) { status, broken, _ in
+            #expect(status.status == 78, "\(status.standardOutput) \(status.standardError)")
+            let object = try JSONDecoder().decode(ErrorObject.self, from: Data(status.standardOutput.utf8))
+            #expect(object.error == "configurationUnusable")
+            #expect(object.reason.contains("configuration is unusable: \(broken):"), "\(object.reason)")
+            #expect(status.standardError.isEmpty, "\(status.standardError)")
+        }
+        let scratch = try ScratchDirectory("ctl-json")
+        let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["status", "--json", "--socket", scratch.file("none.socket")])
+        #expect(finished.status == 69)
+        let object = try JSONDecoder().decode(ErrorObject.self, from: Data(finished.standardOutput.utf8))
+        #expect(object.error == "notRunning")
+        #expect(object.reason.hasPrefix("errorbusd is not running"), "\(object.reason)")
     }
 
     @Test func errorbusctlNamesItsCommandsAndVersion() async throws {
