@@ -99,31 +99,33 @@ enum ControlConnection {
             case EACCES, EPERM:
                 throw Failure(message: "cannot open \(options.socket): permission denied", code: ExitStatus.permissionDenied)
             default:
-                throw Failure(
-                    message: notRunning(units) ?? "errorbusd is not running (cannot connect to \(options.socket))",
-                    code: ExitStatus.notRunning
-                )
+                throw notRunning(units)
+                    ?? Failure(message: "errorbusd is not running (cannot connect to \(options.socket))", code: ExitStatus.notRunning)
             }
         } catch let error as VarlinkError {
             throw Failure(message: message(for: error), code: exitCode(for: error))
         } catch let error as VarlinkClientError where error.code == .connectionClosed {
-            throw Failure(
-                message: notRunning(units)
-                    ?? "errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd",
-                code: ExitStatus.notRunning
-            )
+            throw notRunning(units)
+                ?? Failure(
+                    message: "errorbusd closed the connection without answering (\(error)); it may have stopped: see journalctl -u errorbusd",
+                    code: ExitStatus.notRunning
+                )
         } catch let error as VarlinkClientError {
-            if let reason = notRunning(units) { throw Failure(message: reason, code: ExitStatus.notRunning) }
+            if let failure = notRunning(units) { throw failure }
             throw Failure(message: "errorbusd did not answer properly: \(error)", code: ExitStatus.failure)
         } catch let failure as UnitWatch.Failed {
-            throw Failure(message: failure.line, code: ExitStatus.notRunning)
+            throw Failure(message: failure.line, code: ExitStatus.notRunning, kind: failure.configurationUnusable ? .configurationUnusable : nil)
         }
     }
 
     /// Why errorbusd is not running, in one line, when systemd can tell and it does not run.
-    private static func notRunning(_ units: SystemdUnits?) -> String? {
+    private static func notRunning(_ units: SystemdUnits?) -> Failure? {
         guard let units, let diagnosis = units.current(), !diagnosis.isRunning, diagnosis.reason != nil else { return nil }
-        return diagnosis.line(journal: units.lastWords(of: diagnosis))
+        return Failure(
+            message: diagnosis.line(journal: units.lastWords(of: diagnosis)),
+            code: ExitStatus.notRunning,
+            kind: diagnosis.configurationUnusable ? .configurationUnusable : nil
+        )
     }
 
     static func exitCode(for error: VarlinkError) -> ExitCode {

@@ -21,8 +21,10 @@ struct HealthCommand: ControlCommand {
             One line, "ERRORBUSD OK - …" (WARNING, CRITICAL, UNKNOWN) with performance data, \
             and the monitoring-plugin exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (errorbusd \
             cannot be asked). The levels are errorbusd's health.* settings; the verdict is the one \
-            of GetStatus and of systemctl status. For Nagios, Icinga, Zabbix or a systemd timer as it \
-            is. JSON: the health part of io.errorbus.Control.GetStatus (the exit status as above).
+            of GetStatus and of systemctl status. A configuration errorbusd cannot use is CRITICAL, \
+            with its reason: errorbusd does not run, and nothing is delivered. For Nagios, Icinga, \
+            Zabbix or a systemd timer as it is. JSON: the health part of io.errorbus.Control.GetStatus, \
+            or {"error", "reason"} when errorbusd cannot be asked (the exit status as above).
             """
     )
     @OptionGroup var options: GlobalOptions
@@ -43,9 +45,16 @@ struct HealthCommand: ControlCommand {
         do {
             status = try await ControlConnection.withoutReport(options) { try await $0.call(Control.getStatus) }
         } catch let failure as ControlConnection.Failure {
-            // A plugin's UNKNOWN goes to standard output: that is the line a monitor shows.
-            print("ERRORBUSD UNKNOWN - \(failure.message)")
-            throw Self.unknown
+            // A configuration errorbusd cannot use is no unknown: it does not run, and the host
+            // delivers nothing until an administrator fixes it.
+            let critical = failure.kind == .configurationUnusable
+            if options.json {
+                try Output.json(failure.object)
+            } else {
+                // A plugin's verdict goes to standard output: that is the line a monitor shows.
+                print("ERRORBUSD \(critical ? "CRITICAL" : "UNKNOWN") - \(failure.message)")
+            }
+            throw critical ? Self.exitCode(.critical) : Self.unknown
         }
         if options.json {
             try Output.json(status.health)

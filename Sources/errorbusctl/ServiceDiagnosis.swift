@@ -53,6 +53,12 @@ struct ServiceDiagnosis: Equatable {
         ["active", "reloading"].contains(service["ActiveState"])
     }
 
+    /// Its last run exited with status 78 (`EX_CONFIG`): errorbusd cannot use its configuration,
+    /// and every start ends so until an administrator fixes it.
+    var configurationUnusable: Bool {
+        service["Result"] == "exit-code" && service["ExecMainStatus"] == "78"
+    }
+
     /// The service is being started or stopped, or waits to be started again.
     var isChanging: Bool {
         ["activating", "deactivating"].contains(service["ActiveState"]) || service["SubState"] == "auto-restart"

@@ -15,6 +15,9 @@ struct UnitWatch {
     /// The service's start failed while the call waited; `line` says why.
     struct Failed: Error {
         var line: String
+        /// Whether it exited 78: its configuration is unusable
+        /// (``ServiceDiagnosis/configurationUnusable``).
+        var configurationUnusable = false
     }
 
     /// What the watch found, read by the caller once its call ended.
@@ -67,7 +70,7 @@ struct UnitWatch {
         while true {
             guard let diagnosis = units.current(), !diagnosis.isRunning else { return }
             if diagnosis.failed(since: moment) {
-                throw Failed(line: diagnosis.line(journal: units.lastWords(of: diagnosis)))
+                throw Failed(line: diagnosis.line(journal: units.lastWords(of: diagnosis)), configurationUnusable: diagnosis.configurationUnusable)
             }
             try await Task.sleep(for: interval)
         }

@@ -1,4 +1,5 @@
 @testable import errorbusctl
+import Foundation
 import Testing
 
 /// What errorbusctl says when errorbusd does not run, from `systemctl show`'s properties of the
@@ -49,6 +50,15 @@ import Testing
     @Test func aUnitSystemdDoesNotKnowGivesNoReason() {
         let diagnosis = ServiceDiagnosis(service: ["LoadState": "not-found"], socket: [:])
         #expect(diagnosis.reason == nil)
+    }
+
+    /// A start that exits 78 is a configuration errorbusd cannot use: `health` calls it
+    /// critical, not unknown.
+    @Test func anExitWithStatus78IsAnUnusableConfiguration() {
+        let unusable = ServiceDiagnosis(show: Self.show.replacingOccurrences(of: "ExecMainStatus=127", with: "ExecMainStatus=78"))
+        #expect(unusable.configurationUnusable)
+        #expect(unusable.reason == "errorbusd.service exited with status 78 (its configuration is unusable)")
+        #expect(!ServiceDiagnosis(show: Self.show).configurationUnusable)
     }
 
     /// One journal entry as `journalctl -o json` writes it.

@@ -806,6 +806,17 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// A host whose errorbusd cannot start delivers nothing: a monitor hears CRITICAL, with the
+    /// reason, not UNKNOWN.
+    @Test func healthIsCriticalWhileTheConfigurationIsUnusable() async throws {
+        try await Self.withUnusableConfiguration(["health"]) { health, broken, _ in
+            #expect(health.status == 2, "\(health.standardOutput) \(health.standardError)")
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD CRITICAL - "), "\(health.standardOutput)")
+            #expect(health.standardOutput.contains("configuration is unusable: \(broken):"), "\(health.standardOutput)")
+            #expect(health.standardOutput.split(separator: "\n").count == 1, "one line: \(health.standardOutput)")
+        }
+    }
+
     /// What errorbusctl could not do, with --json: one JSON object on standard output, which a
     /// script can read, and the exit status as without.
     struct ErrorObject: Decodable {
