@@ -42,6 +42,12 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// The directory `path` is in: `/var/lib/errorbusd` for `/var/lib/errorbusd/errorbusd.lock`.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// The file system holding the state directory is full. Report as `fatal`; nothing already
     /// saved was lost, and writes succeed again once there is room.
     package var isDiskFull: Bool { code == .diskFull }
@@ -88,7 +94,8 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
                 + "it starts with an empty queue and enqueues the files still in the outbox again; "
                 + "dead letters and incident history are lost."
         case .inUse:
-            "Another process is using the state directory \(path) (it holds errorbusd.lock): "
+            // `path` is the lock file, in the state directory.
+            "Another process holds \(path), the lock of the state directory \(Self.directory(of: path)): "
                 + "stop the other errorbusd, or give this one another state directory."
         case .newer:
             detail

@@ -50,6 +50,23 @@ import ErrorBusDaemon
         #expect(classify(ENOENT).description.contains("No such file or directory"))
     }
 
+    /// The lock is a file in the state directory: the message names it as the lock, and the
+    /// directory as the directory.
+    @Test func aStateDirectoryInUseNamesTheLockAndTheDirectory() {
+        let inUse = StoreError(
+            systemCall: SystemCallError(call: "flock", errnoCode: EWOULDBLOCK, path: "/var/lib/errorbusd/errorbusd.lock"),
+            action: "opening the job store"
+        )
+        #expect(inUse.isInUse)
+        #expect(
+            inUse.description.hasPrefix(
+                "Another process holds /var/lib/errorbusd/errorbusd.lock, the lock of the state directory /var/lib/errorbusd: "
+            ),
+            "\(inUse.description)"
+        )
+        #expect(!inUse.description.contains("state directory /var/lib/errorbusd/errorbusd.lock"))
+    }
+
     @Test func fatalConditionsPauseTheServiceThroughTheBus() {
         let full = classify(.SQLITE_FULL)
         #expect(full.category == .fatal)
