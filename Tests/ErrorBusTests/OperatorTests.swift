@@ -180,4 +180,46 @@ struct OperatorTests {
         }
         #expect(await bus.snapshot().recentlyResolved.map(\.resolution) == [.shutdown, .shutdown, .shutdown])
     }
+
+    /// A canary that is still failing when the bus stops says nothing of its incident's cause:
+    /// the incident ends with the bus's run (`shutdown`), never as `recovered`, which would
+    /// tell the journal that the cause went away.
+    @Test func aCanaryCutShortByTheStopDoesNotRecoverItsIncident() async throws {
+        let clock = ManualClock()
+        let bus = ErrorBus(
+            configuration: .forTesting,
+            clock: clock,
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        )
+        let events = EventLog(await bus.subscribe(bufferSize: 10_000))
+        let runs = Counter()
+        let stop = await withTaskGroup(of: JobStopped?.self) { callers in
+            callers.addTask {
+                do throws(JobStopped) {
+                    try await bus.perform(.sync(0)) { () async throws -> Void in
+                        if runs.increment() > 1 {
+                            // The canary: the API still fails it, but only once the bus stops.
+                            try? await Task.sleep(for: .seconds(3_600))
+                        }
+                        throw TestFailure.transient
+                    }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            await withDiscardingTaskGroup { busGroup in
+                busGroup.addTask { await bus.run() }
+                let scheduled = try? await events.next(.policyScheduled)
+                clock.advance(by: scheduled?.incident?.next?.delay ?? .seconds(60))
+                while runs.count < 2 { await Task.yield() }
+                // Only the bus's task is cancelled, as a service group does on shutdown.
+                busGroup.cancelAll()
+            }
+            return await callers.next() ?? nil
+        }
+        #expect(stop?.reason == .shutdown)
+        let resolved = await bus.snapshot().recentlyResolved
+        #expect(resolved.map(\.resolution) == [.shutdown], "\(resolved.map { IncidentReporter.ending(of: $0) })")
+    }
 }

@@ -492,6 +492,9 @@ extension ErrorBus {
             case .parked(let parkedIn) where parkedIn == id: break
             // Its own incident gave the job up: resolved once its caller has the outcome.
             case .stopped where incident.givenUp: break
+            // The bus stops: its run was cut short and says nothing of the cause, whatever it
+            // failed with. The incident ends with the bus's run, not as recovered.
+            case .stopped(let stopped) where stopped.reason == .shutdown: break
             // It found its work replaced before it reached the scope: it says nothing of the
             // cause, and the next job is tried now.
             case .stopped(let stopped) where stopped.reason == .superseded: take(.canary, for: incident, byOperator: true)
