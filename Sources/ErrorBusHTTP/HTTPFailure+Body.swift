@@ -70,7 +70,8 @@ extension HTTPFailure {
 
     /// An answer whose body is larger than the request allows. `invalid`, cause `bodyTooLarge`:
     /// a retry would fetch the same oversized body again on every back-off step, so the job is
-    /// dead-lettered and an operator decides (raise the limit, fix the server).
+    /// dead-lettered and an operator decides. The limits are the caller's own (a receipt's, a
+    /// token's, a resource's), not settings: the advice is to find out what answers so much.
     ///
     /// - Parameters:
     ///   - method: the request method, e.g. `"GET"`.
@@ -89,7 +90,7 @@ extension HTTPFailure {
             text: OperatorText(
                 title: "Answer too large",
                 message: "\(target.host) answered \(method) \(target.pathAndQuery) with \(size), over the \(ByteCountText.format(limit)) this request allows; it was not read further.",
-                next: "The job was set aside as a dead letter; if an answer this large is legitimate, raise the limit in the configuration, then retry it."
+                next: "The job was set aside as a dead letter. The limit is errorbusd's own for this answer and no setting raises it: an answer this large is not what the API is expected to send. Find out what answers at this address (a proxy, a captive portal, a changed API), then retry it."
             ),
             status: status
         )

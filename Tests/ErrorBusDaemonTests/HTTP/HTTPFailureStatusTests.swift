@@ -190,4 +190,13 @@ struct HTTPFailureStatusTests {
         #expect(failure.category == .invalid(reason: "answer larger than the 64 KiB limit"))
         #expect(failure.operatorText.message.contains("a body of 4.7 GiB, over the 64 KiB this request allows"))
     }
+
+    /// No configuration key sets the limit of an answer's body (a receipt's, a token's, a
+    /// resource's): the advice does not send an administrator looking for one.
+    @Test func bodyTooLargeDoesNotSendAnAdministratorToTheConfiguration() throws {
+        let failure = HTTPFailure.bodyTooLarge(method: "PUT", url: Self.url, status: 200, limit: 64 * 1024)
+        let next = try #require(failure.operatorText.next)
+        #expect(!next.contains("configuration"), "\(next)")
+        #expect(next.contains("no setting raises it"), "\(next)")
+    }
 }
