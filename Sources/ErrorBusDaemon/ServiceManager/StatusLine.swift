@@ -22,13 +22,24 @@ enum StatusLine {
         return "\(health.status.rawValue.uppercased()): \(health.summary); \(incidents)"
     }
 
+    /// One clause per kind of trouble: incidents whose clauses are the same (files each set
+    /// aside on its own at one scope, say) are told once, counted: `20 incidents, each: sync: 1
+    /// parked, …`, in the order of the first of them.
     static func render(_ snapshot: BusSnapshot, heldQueue: HeldQueue? = nil) -> String {
         // Sent from the moment the services run; the bus's own loop may start a moment later.
         guard !snapshot.incidents.isEmpty else { return "running, no open incident" }
-        return snapshot.incidents.map { incident in
-            render(incident, alsoHolding: heldQueue.flatMap { $0.incident == incident.id ? $0.jobs : nil } ?? 0)
+        var clauses: [(text: String, count: Int)] = []
+        var index: [String: Int] = [:]
+        for incident in snapshot.incidents {
+            let text = render(incident, alsoHolding: heldQueue.flatMap { $0.incident == incident.id ? $0.jobs : nil } ?? 0)
+            if let at = index[text] {
+                clauses[at].count += 1
+            } else {
+                index[text] = clauses.count
+                clauses.append((text, 1))
+            }
         }
-        .joined(separator: "; ")
+        return clauses.map { $0.count == 1 ? $0.text : "\($0.count) incidents, each: \($0.text)" }.joined(separator: "; ")
     }
 
     /// - Parameter queued: The queued jobs it holds back besides those parked under it.
