@@ -215,7 +215,10 @@ extension DaemonConfiguration.Sync {
                 moment it ends; the others wait in the state's queue, at no memory cost, and are taken in order after \
                 them. About 1 KiB each.
                 """),
-            .init("max-file-size", \.maxFileSize, .size(.atLeast(1)), "Larger files are not uploaded but dead-lettered."),
+            .init("max-file-size", \.maxFileSize, .size(.atLeast(1)), """
+                Larger files are not uploaded, and not dead-lettered: they stay in the outbox, each logged and \
+                reported to an invalid incident (cause fileTooLarge). Split such a file, or raise this and reload.
+                """),
             .init("rescan-interval", \.rescanInterval, .duration(.greaterThan(.zero)), """
                 How often the outbox is listed again, to catch files whose notification was missed. A rescan takes at most a \
                 twentieth of the time: one of a huge outbox (seconds for a million files) comes 19 times its duration later.
