@@ -26,8 +26,14 @@ extension DaemonConfiguration {
         /// 10 min, 1 h.
         package var incidentAge: Levels<Duration>
         /// `health.free-space.*`: the free space left for the state directory (the store), at or
-        /// *below* a level. Default 1 GiB, 100 MiB.
+        /// *below* a level. Default 1 GiB, 100 MiB; each is lowered to its percentage of the file
+        /// system's size (``freeSpacePercent``) when that is lower.
         package var freeSpace: Levels<Int64>
+        /// `health.free-space.*-percent`: the same levels as percentages of the size of the state
+        /// directory's file system. The level checked is the lower of the size and the
+        /// percentage, so that a small file system (64 MiB) is not critical even when empty, and
+        /// a large one keeps the sizes. `nil`: the size alone. Default 10 %, 5 %.
+        package var freeSpacePercent: Levels<Int>
         /// `health.not-delivering.*`: how long work has waited while nothing was delivered (since
         /// the last delivery, the oldest waiting job's arrival or the start, whichever is latest).
         /// Default 1 min, 15 min.
@@ -42,6 +48,7 @@ extension DaemonConfiguration {
             deadLetters: Levels<Int> = Levels(warning: 1, critical: 100),
             incidentAge: Levels<Duration> = Levels(warning: .seconds(10 * 60), critical: .seconds(3_600)),
             freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20),
+            freeSpacePercent: Levels<Int> = Levels(warning: 10, critical: 5),
             notDelivering: Levels<Duration> = Levels(warning: .seconds(60), critical: .seconds(15 * 60)),
             refused: Levels<Int> = Levels(warning: 10, critical: 50)
         ) {
@@ -50,6 +57,7 @@ extension DaemonConfiguration {
             self.deadLetters = deadLetters
             self.incidentAge = incidentAge
             self.freeSpace = freeSpace
+            self.freeSpacePercent = freeSpacePercent
             self.notDelivering = notDelivering
             self.refused = refused
         }
@@ -97,5 +105,22 @@ extension DaemonConfiguration {
                 host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
             }
         }
+    }
+}
+
+extension DaemonConfiguration.Health {
+    /// The free-space levels checked on a file system of `size` bytes: each the lower of its size
+    /// and its percentage of `size`. A size set to nothing is not checked, whatever its
+    /// percentage; the sizes alone when `size` is not known or no percentage is set.
+    package func freeSpaceLevels(fileSystemSize size: Int64?) -> Levels<Int64> {
+        func level(_ bytes: Int64?, _ percent: Int?) -> Int64? {
+            guard let bytes, let size, let percent else { return bytes }
+            // size × percent / 100, without overflow for any size.
+            return min(bytes, size / 100 * Int64(percent) + size % 100 * Int64(percent) / 100)
+        }
+        return Levels(
+            warning: level(freeSpace.warning, freeSpacePercent.warning),
+            critical: level(freeSpace.critical, freeSpacePercent.critical)
+        )
     }
 }

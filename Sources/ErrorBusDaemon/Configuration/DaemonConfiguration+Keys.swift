@@ -393,7 +393,14 @@ extension DaemonConfiguration.Health {
             "parked": "How many jobs incidents hold (parked).",
             "dead-letters": "How many files were set aside as dead letters in the last hour (those given up since by the retention included).",
             "incident-age": "How long the oldest open incident has been open.",
-            "free-space": "The free space left for the state directory: a problem at or below.",
+            "free-space": """
+                The free space left for the state directory: a problem at or below. Each level is the lower of its size \
+                and its percentage of the file system's size (*-percent), so that a small file system is not critical \
+                for ever, even empty: with the defaults, one of 64 MiB warns at 6.4 MiB free and is critical at \
+                3.2 MiB, where 1 GiB and 100 MiB could never be free; one of 10 GiB or more keeps the sizes. A size set \
+                to nothing is not checked; a percentage set to nothing leaves its size alone. errorbus_health_check_threshold \
+                exports the levels checked.
+                """,
             "not-delivering": """
                 How long work has waited while nothing was delivered: since the last delivery, the oldest waiting \
                 file's arrival or errorbusd's start, whichever is latest. A host whose every upload is held (an outage, \
@@ -416,6 +423,8 @@ extension DaemonConfiguration.Health {
             .init("incident-age.critical", \.incidentAge.critical, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("free-space.warning", \.freeSpace.warning, ValueType.size(.atLeast(0)).orNone, ""),
             .init("free-space.critical", \.freeSpace.critical, ValueType.size(.atLeast(0)).orNone, ""),
+            .init("free-space.warning-percent", \.freeSpacePercent.warning, ValueType.integer(.between(1, 100)).orNone, ""),
+            .init("free-space.critical-percent", \.freeSpacePercent.critical, ValueType.integer(.between(1, 100)).orNone, ""),
             .init("not-delivering.warning", \.notDelivering.warning, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("not-delivering.critical", \.notDelivering.critical, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("refused.warning", \.refused.warning, ValueType.integer(.between(1, 100)).orNone, ""),
@@ -426,18 +435,25 @@ extension DaemonConfiguration.Health {
             try ordered("parked", health.parked) { "\($0)" }
             try ordered("dead-letters", health.deadLetters) { "\($0)" }
             try ordered("incident-age", health.incidentAge, DurationText.exact)
-            try ordered("free-space", health.freeSpace, ByteCountText.exact, below: true)
+            try ordered("free-space", health.freeSpace, below: true, ByteCountText.exact)
+            try ordered("free-space", health.freeSpacePercent, below: true, suffix: "-percent") { "\($0)" }
             try ordered("not-delivering", health.notDelivering, DurationText.exact)
             try ordered("refused", health.refused) { "\($0)" }
         }
     )
 
-    private static func ordered<Value>(_ name: String, _ levels: Levels<Value>, _ show: (Value) -> String, below: Bool = false) throws(ConfigurationError) {
+    private static func ordered<Value>(
+        _ name: String,
+        _ levels: Levels<Value>,
+        below: Bool = false,
+        suffix: String = "",
+        _ show: (Value) -> String
+    ) throws(ConfigurationError) {
         guard let warning = levels.warning, let critical = levels.critical else { return }
         if below ? critical > warning : critical < warning {
             throw ConfigurationError(
-                key: "health.\(name).critical",
-                reason: "must be \(below ? "at most" : "at least") health.\(name).warning (\(show(warning))), got \"\(show(critical))\""
+                key: "health.\(name).critical\(suffix)",
+                reason: "must be \(below ? "at most" : "at least") health.\(name).warning\(suffix) (\(show(warning))), got \"\(show(critical))\""
             )
         }
     }

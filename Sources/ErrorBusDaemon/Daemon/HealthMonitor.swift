@@ -59,6 +59,9 @@ final class HealthMonitor: Sendable {
         var oldestIncident: Duration?
         /// Bytes free for the state directory; `nil` when it cannot be examined.
         var freeSpace: Int64?
+        /// The size of the state directory's file system in bytes, which the free-space levels
+        /// scale with; `nil` when it cannot be examined.
+        var fileSystemSize: Int64?
         /// How long work has waited while nothing was delivered: since the last delivery (or the
         /// start), or since the oldest waiting job arrived if later; `nil` when nothing waits.
         var notDelivering: Duration?
@@ -115,6 +118,7 @@ final class HealthMonitor: Sendable {
         }
         if let info = try? SystemCall.statvfs(stateDirectory) {
             measures.freeSpace = Int64(info.f_bavail) * Int64(info.f_frsize)
+            measures.fileSystemSize = Int64(info.f_blocks) * Int64(info.f_frsize)
         } else {
             problems.append(Control.HealthCheck(name: "free-space", status: .critical, value: 0, unit: "B", warning: nil, critical: nil, text: "\(stateDirectory) cannot be examined"))
         }
@@ -176,12 +180,13 @@ final class HealthMonitor: Sendable {
             text: measures.pacing.map { "the API refused \(measures.refused) % of the latest uploads (incident \($0) paces them)" } ?? "no upload paced"
         ))
         if let free = measures.freeSpace {
+            let freeSpace = levels.freeSpaceLevels(fileSystemSize: measures.fileSystemSize)
             checks.append(check(
                 "free-space",
                 Double(free),
                 unit: "B",
-                levels.freeSpace.warning.map(Double.init),
-                levels.freeSpace.critical.map(Double.init),
+                freeSpace.warning.map(Double.init),
+                freeSpace.critical.map(Double.init),
                 below: true,
                 text: "\(ByteCountText.format(Int(free))) free for the store"
             ))

@@ -58,6 +58,37 @@ import Testing
         #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
     }
 
+    /// A small file system (a 64 MiB one for the state) is not critical for ever, even empty:
+    /// each level is the lower of its size and its percentage of the file system's size. A large
+    /// one keeps the sizes.
+    @Test func freeSpaceLevelsScaleWithTheFileSystem() throws {
+        var measures = Self.healthy()
+        measures.fileSystemSize = 64 << 20
+        measures.freeSpace = 60 << 20
+        var health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .ok, "\(health.summary)")
+        let check = try #require(health.checks.first { $0.name == "free-space" })
+        #expect(check.warning == Double((64 << 20) / 10), "10 % of 64 MiB")
+        #expect(check.critical == Double((64 << 20) / 20), "5 % of 64 MiB")
+        measures.freeSpace = 3 << 20
+        health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .critical, "\(health.summary)")
+
+        // 1 TiB: the sizes are the lower.
+        measures.fileSystemSize = 1 << 40
+        measures.freeSpace = 500 << 20
+        health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .warning)
+        #expect(health.summary.contains("500 MiB free for the store (warning at or below 1GiB)"), "\(health.summary)")
+
+        // Without percentages, the sizes alone, as set.
+        var levels = Self.levels
+        levels.freeSpacePercent = .init(warning: nil, critical: nil)
+        measures.fileSystemSize = 64 << 20
+        measures.freeSpace = 60 << 20
+        #expect(HealthMonitor.evaluate(measures, levels: levels).status == .critical)
+    }
+
     /// A host whose API refuses much of its work, while an incident paces it, says so however
     /// much gets through: a trickle is not healthy delivery.
     @Test func aPacedHostDeliveringAFractionOfItsPaceIsAWarning() {
