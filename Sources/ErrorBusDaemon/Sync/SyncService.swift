@@ -479,7 +479,9 @@ actor SyncService: Service {
                     wake.yield()
                 }
             case .discarded, .cancelledByOperator:
-                try store.markDiscarded(job.id, reason: "\(stopped.reason) by an operator")
+                // An incident's jobs given up, or one parked job taken out (cancel, discard --job):
+                // either way discarded, its state says, and said so in words.
+                try store.markDiscarded(job.id, reason: "discarded by an operator")
             case .superseded:
                 // Its file now holds other content, which is a job of its own.
                 let text = stopped.failure?.text ?? OperatorText(title: "Replaced before it was sent", message: "\(job.fileName) was replaced after it was queued.")

@@ -525,6 +525,8 @@ struct ControlIntegrationTests {
             #expect(cancelled.status == 0, "\(cancelled.standardError)")
             let gone = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .discarded)) }
             #expect(Set(gone.jobs.map(\.id)) == Set(ids[0...1]))
+            // Each says in words what became of it.
+            #expect(gone.jobs.map(\.reason) == ["discarded by an operator", "discarded by an operator"])
             // Now the shared prefix names one job: the discarded one's tell what it is.
             let again = try await Self.ctl(daemon, "retry", "--job", String(ids[0].prefix(8)))
             #expect(again.status == 1)
