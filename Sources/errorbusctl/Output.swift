@@ -77,14 +77,39 @@ struct Output {
         return ([headerLine] + rows.map(line)).joined(separator: "\n")
     }
 
+    /// A table's cell. Its text is shown with control characters escaped (``escaped(_:)``): a
+    /// file named with a line break stays on its row, and no name sends the terminal a sequence.
     struct Cell: ExpressibleByStringLiteral {
         var text: String
         var tone: Tone?
         init(_ text: String, _ tone: Tone? = nil) {
-            self.text = text
+            self.text = Output.escaped(text)
             self.tone = tone
         }
         init(stringLiteral value: String) { self.init(value) }
+    }
+
+    /// `text` with its control characters written out, as Swift writes them in a string:
+    /// `\n`, `\r`, `\t`, `\u{1B}`; a backslash stays one. For people's output only: JSON
+    /// keeps names exact.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where isControl(scalar): result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// C0 and C1 control characters, and DEL.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     // MARK: - Times

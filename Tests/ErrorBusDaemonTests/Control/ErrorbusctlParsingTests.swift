@@ -92,6 +92,23 @@ import Varlink
             """)
     }
 
+    /// A name with a line break or another control character stays on its row: the table shows
+    /// it escaped, as `\n`; the JSON keeps it exact.
+    @Test func controlCharactersInANameDoNotBreakTheTable() throws {
+        let job = Control.Job(
+            id: String(repeating: "ab", count: 32), service: "sync", file: "report\nfinal\t\u{1B}[31m.csv", size: 12,
+            state: .queued, attempts: 0, lastError: nil, incident: nil, reason: nil,
+            createdAt: "2027-01-15T08:00:00Z", updatedAt: "2027-01-15T08:00:00Z"
+        )
+        let text = Output(now: Date()).jobs(Control.JobList(jobs: [job], total: 1), shown: 0)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 2, "a header and one row: \(text)")
+        #expect(lines.last?.contains(#"report\nfinal\t\u{1B}[31m.csv"#) == true, "\(text)")
+        #expect(!text.contains("\u{1B}"), "no escape sequence reaches the terminal: \(text)")
+        let encoded = try JSONEncoder().encode(job)
+        #expect(try JSONDecoder().decode(Control.Job.self, from: encoded).file == job.file)
+    }
+
     /// The reason errorbusd gives for a configuration it cannot use may say how to restart it
     /// already (a missing credential's does); the line says it once.
     @Test func anUnusableConfigurationSaysHowToRestartOnce() {
