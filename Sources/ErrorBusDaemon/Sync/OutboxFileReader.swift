@@ -22,15 +22,27 @@ enum OutboxFileReader {
     /// At most `capacity` bytes of the file, read from the caches when they hold it all, else
     /// on the blocking-I/O pool.
     static func contents(of path: String, capacity: Int) async throws -> ByteBuffer {
-        if let cached = cachedContents(of: path, capacity: capacity) { return cached }
-        return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> ByteBuffer in
+        try await read(path, capacity: capacity).bytes
+    }
+
+    /// What was read of a file: its bytes, and its status once they were read.
+    struct Read: Sendable {
+        var bytes: ByteBuffer
+        var status: FileStatus
+    }
+
+    /// As ``contents(of:capacity:)``, with the file's status once its bytes were read.
+    static func read(_ path: String, capacity: Int) async throws -> Read {
+        if let cached = cachedRead(path, capacity: capacity) { return cached }
+        return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> Read in
             let descriptor = try open(path)
             defer { try? SystemCall.close(descriptor) }
             // read(2), not pread(2): what is not a regular file any more (a FIFO put in the
             // file's place) reads as empty, a changed file, rather than failing with ESPIPE.
-            return try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, _ in
-                read(descriptor, free.baseAddress, free.count)
+            let bytes = try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, _ in
+                Glibc.read(descriptor, free.baseAddress, free.count)
             }
+            return Read(bytes: bytes, status: try FileStatus.of(descriptor: descriptor, path: path))
         }
     }
 
@@ -43,12 +55,20 @@ enum OutboxFileReader {
     /// At most `capacity` bytes of the file if the kernel has its path and every page of it in
     /// its caches; `nil` when reading it would wait (or fails: the pool's read says why).
     static func cachedContents(of path: String, capacity: Int) -> ByteBuffer? {
+        cachedRead(path, capacity: capacity)?.bytes
+    }
+
+    private static func cachedRead(_ path: String, capacity: Int) -> Read? {
         let descriptor = errorbus_open_cached(path)
         guard descriptor >= 0 else { return nil }
         defer { try? SystemCall.close(descriptor) }
-        return try? readAll(descriptor, path: path, capacity: capacity) { descriptor, free, offset in
-            errorbus_read_cached(descriptor, free.baseAddress, free.count, offset)
-        }
+        guard
+            let bytes = try? readAll(descriptor, path: path, capacity: capacity, { descriptor, free, offset in
+                errorbus_read_cached(descriptor, free.baseAddress, free.count, offset)
+            }),
+            let status = try? FileStatus.of(descriptor: descriptor, path: path)
+        else { return nil }
+        return Read(bytes: bytes, status: status)
     }
 
     /// Reads from `descriptor` until the end of the file or `capacity` bytes.

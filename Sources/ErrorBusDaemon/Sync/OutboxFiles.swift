@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusSupport
 import Synchronization
 
 /// The outbox entries taken care of that are no job of their own (a file over the size limit, a
@@ -55,5 +56,24 @@ final class ReplacedJobs: Sendable {
     /// Why `id` was replaced, if it was; forgotten here.
     func take(_ id: String) -> Failure? {
         replaced.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: id) }
+    }
+}
+
+/// What the upload of each job read of its file (its status once the bytes were read), by the
+/// job's id: its delivery removes the file only while it is still that (``DeliveredFileRemoval``).
+/// Kept from the upload until the job's outcome is recorded.
+final class ReadFiles: Sendable {
+    private let statuses = Mutex<[String: FileStatus]>([:])
+
+    func record(_ id: String, _ status: FileStatus?) {
+        statuses.withLock { $0[id] = status }
+    }
+
+    func read(of id: String) -> FileStatus? {
+        statuses.withLock { $0[id] }
+    }
+
+    func forget(_ id: String) {
+        _ = statuses.withLock { $0.removeValue(forKey: id) }
     }
 }

@@ -4,10 +4,11 @@ import ErrorBusSupport
 import Foundation
 import Logging
 
-/// Takes files in: watches and rescans the outbox, waits for files written in place to settle,
-/// and turns each complete file into a durable job, `queued` in the store, before anything else
-/// happens to it. Files it cannot read are remembered, told once, and taken as soon as their
-/// permissions change.
+/// Takes files in: watches and rescans the outbox, waits for files written in place to settle
+/// (and for their writers to close them), and turns each complete file into a durable job,
+/// `queued` in the store, before anything else happens to it. Files it cannot read, and entries
+/// it will not send (a directory, a link, a FIFO, a name that is not UTF-8), are remembered and
+/// told once; a file is taken as soon as its permissions change.
 ///
 /// Which files are already jobs is the store's to tell (``JobStore/knownFiles(service:named:)``,
 /// a slice of names at a time): a rescan of a million queued files reads none of them again,
@@ -39,11 +40,17 @@ actor OutboxIngest {
     private let seen: SeenFiles
     private let duplicates: DuplicateFiles
     private let replaced: ReplacedJobs
-    private let deliveredFiles: @Sendable (_ path: String, _ fileName: String) -> Void
+    private let deliveredFiles: @Sendable (_ path: String, _ fileName: String, _ read: FileStatus?) -> DeliveredFileRemoval.Outcome
     private let queued: @Sendable () -> Void
-    /// Outbox files errorbusd cannot read, by name: reported in the status and metrics until they
-    /// are readable (a change of their permissions is seen at once) or gone.
+    /// Outbox files errorbusd cannot read, and entries it will not send, by name: reported in the
+    /// status and metrics until they are readable (a change of their permissions is seen at once)
+    /// or gone.
     private var unreadable: [String: UnreadableFile] = [:]
+    /// Files written in place, or that a writer has open, to look at again once the settle time
+    /// has passed.
+    private var settling: Set<String> = []
+    private let (settleWakeups, settleWake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    private let leases: WriterLeases
     /// The overflow of the backlog under way, shared with the dispatcher.
     private let overflow: BacklogOverflow
     private let storeFailures: StoreFailures
@@ -62,8 +69,9 @@ actor OutboxIngest {
         replaced: ReplacedJobs,
         overflow: BacklogOverflow,
         storeFailures: StoreFailures,
+        leases: WriterLeases,
         logger: Logger,
-        deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String) -> Void,
+        deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String, _ read: FileStatus?) -> DeliveredFileRemoval.Outcome,
         queued: @escaping @Sendable () -> Void
     ) {
         self.settings = settings
@@ -76,6 +84,7 @@ actor OutboxIngest {
         self.replaced = replaced
         self.overflow = overflow
         self.storeFailures = storeFailures
+        self.leases = leases
         self.logger = logger
         self.deliveredFiles = deliveredFiles
         self.queued = queued
@@ -86,6 +95,7 @@ actor OutboxIngest {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await untilGracefulShutdown { try await self.watch() } }
             group.addTask { try await untilGracefulShutdown { try await self.rescanPeriodically() } }
+            group.addTask { try await untilGracefulShutdown { try await self.lookAgainOnceSettled() } }
         }
     }
 
@@ -96,7 +106,13 @@ actor OutboxIngest {
         self.settings = settings
     }
 
-    /// The outbox files errorbusd cannot read, oldest first.
+    /// Has the file `name` looked at again once the settle time has passed: it was delivered, but
+    /// changed after it was read, or a writer has it open.
+    func retake(_ name: String) {
+        settle([name])
+    }
+
+    /// The outbox files errorbusd cannot read (and the entries it will not send), oldest first.
     var unreadableFiles: [UnreadableFile] {
         unreadable.values.sorted { ($0.since, $0.name) < ($1.since, $1.name) }
     }
@@ -107,12 +123,16 @@ actor OutboxIngest {
         let watcher = OutboxWatcher(directory: settings.outbox, logger: logger)
         try await watcher.run { signal in
             switch signal {
-            case .arrived(let names, let changed):
-                if !names.isEmpty { await self.ingest(names, announced: true) }
+            case .arrived(let renamed, let written, let changed):
+                // Renamed in: complete, taken at once (unless a writer still has it open).
+                if !renamed.isEmpty { self.settle(await self.ingest(renamed, announced: true)) }
+                // Closed after writing in place: its writer may write again (`>>` closes after
+                // each line); taken once it has not changed for the settle time.
+                if !written.isEmpty { self.settle(await self.ingest(written, announced: false)) }
                 // Permissions or owner changed: a file that could not be read may be readable
                 // now. Not announced: a writer may still be writing it.
                 if !changed.isEmpty { await self.ingestChanged(changed) }
-            case .overflow: await self.rescan()
+            case .overflow: await self.settle(self.rescan())
             }
         }
     }
@@ -120,24 +140,44 @@ actor OutboxIngest {
     private func rescanPeriodically() async throws {
         while !Task.isCancelled {
             let began = clock.now()
-            var unsettled = await rescan()
+            // Files too recently changed to take (left by the previous run, or written in place)
+            // are looked at again, alone, once they may have settled: not a whole interval later.
+            settle(await rescan())
             let ended = clock.now()
             // The safety net takes at most a share of the time: a rescan of a million files
             // (seconds of listing, looking up and stat-ing) comes further apart than the interval.
             let took = began.duration(to: ended)
             let next = ended.advanced(by: Self.rescanSpacing(took: took, interval: settings.rescanInterval))
-            // Files too recently changed to take (left by the previous run, or written in place)
-            // are looked at again, alone, once they may have settled: not a whole interval later.
-            while !unsettled.isEmpty, clock.now().advanced(by: settings.settleTime) < next {
-                try await clock.sleep(for: settings.settleTime)
-                unsettled = await ingest(unsettled, announced: false)
-            }
             // Files the full backlog left in the outbox are looked at again soon: room may come
             // with any delivery.
             let soon = ended.advanced(by: Self.rescanSpacing(took: took, interval: Self.rejectedRescanInterval))
             try await clock.sleep(overflow.waitingForRoom == 0 ? next : min(next, soon))
         }
     }
+
+    /// Notes files to look at again once the settle time has passed.
+    private func settle(_ names: [String]) {
+        guard !names.isEmpty else { return }
+        settling.formUnion(names)
+        settleWake.yield()
+    }
+
+    /// Looks at the files left unsettled again, alone, each settle time (at least
+    /// ``minimumSettleLook``: a writer that keeps a file open is asked about no more often), until
+    /// they are taken or gone.
+    private func lookAgainOnceSettled() async throws {
+        for await _ in settleWakeups {
+            while !settling.isEmpty {
+                try await clock.sleep(for: max(settings.settleTime, Self.minimumSettleLook))
+                let names = settling.sorted()
+                settling = []
+                settle(await ingest(names, announced: false))
+            }
+        }
+    }
+
+    /// How often, at most, a file a writer keeps open is looked at again.
+    static let minimumSettleLook = Duration.milliseconds(100)
 
     /// How soon the outbox is listed again while files wait for room in the backlog.
     static let rejectedRescanInterval = Duration.seconds(2)
@@ -188,6 +228,11 @@ actor OutboxIngest {
             logger.error("cannot list the outbox \(settings.outbox): \(error)")
             return unsettled
         }
+        // Names that are not text: told once each, kept while they are there.
+        for name in listing.undecodable {
+            missing.remove(name)
+            rememberUnsendable(name, because: "its name is not valid UTF-8, so errorbusd can neither read it by that name nor name it to the API; rename it")
+        }
         // Unreadable files that were removed are no longer a problem.
         for name in missing where unreadable[name] != nil { forgetUnreadable(name, because: "is gone") }
         overflow.forgetLeftOut(missing)
@@ -195,7 +240,7 @@ actor OutboxIngest {
     }
 
     private var inspector: OutboxInspector {
-        OutboxInspector(directory: settings.outbox, maxFileSize: settings.maxFileSize, settleTime: settings.settleTime)
+        OutboxInspector(directory: settings.outbox, maxFileSize: settings.maxFileSize, settleTime: settings.settleTime, leases: leases)
     }
 
     /// Turns outbox entries into durable jobs, a slice at a time: each slice is inspected (and
@@ -224,7 +269,7 @@ actor OutboxIngest {
                 logger.error("cannot inspect the outbox: \(error)")
                 return unsettled
             }
-            unsettled += inspections.filter { $0.verdict == .unsettled }.map(\.name)
+            unsettled += inspections.filter { $0.verdict.isUnsettled }.map(\.name)
             // A file taken before and changed since holds other content now: its older jobs'
             // content is gone.
             let rewritten = Set(inspections.lazy.filter { known[$0.name] != nil || stored[$0.name] != nil }.map(\.name))
@@ -240,10 +285,13 @@ actor OutboxIngest {
     ///   being no new jobs (the store finds them duplicates).
     private func enqueue(_ inspections: [OutboxInspector.Inspection], directory: String, announced: Bool, rewritten: Set<String>, stored: [String: KnownFile]) async {
         var ready: [OutboxFile] = []
+        // What each file was when its bytes were hashed: a copy of delivered content is removed
+        // only while it still is.
+        var read: [String: FileStatus] = [:]
         for inspection in inspections {
             let name = inspection.name
             switch inspection.verdict {
-            case .ready, .unsettled, .unchanged: break
+            case .ready, .unsettled, .beingWritten, .unchanged: break
             // Left out unseen while the backlog was full, it is no file to take after all.
             default: overflow.taken(name)
             }
@@ -253,6 +301,7 @@ actor OutboxIngest {
                 var file = OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size)
                 file.modifiedNanoseconds = inspection.stamp?.modifiedSinceEpoch
                 ready.append(file)
+                read[name] = inspection.read
                 forgetUnreadable(name, because: "can be read now and is queued")
             case .tooLarge(let size):
                 seen.record(name, inspection.stamp)
@@ -260,9 +309,11 @@ actor OutboxIngest {
                 await reportTooLarge(name, size: size)
             case .unreadable(let error):
                 rememberUnreadable(name, error, announced: announced)
-            case .hidden, .notRegularFile, .vanished:
+            case .notRegularFile(let what):
+                rememberUnsendable(name, because: "it is \(what), and errorbusd uploads only regular files; move it out of the outbox")
+            case .hidden, .vanished:
                 forgetUnreadable(name, because: "is no longer a file to upload")
-            case .unchanged, .unsettled:
+            case .unchanged, .unsettled, .beingWritten:
                 continue
             }
         }
@@ -291,7 +342,9 @@ actor OutboxIngest {
                     // The API already has this content: the file is a copy of a delivered one,
                     // or the delivered file itself, left by a stop between recording the
                     // delivery and removing the file (kill -9, a crash).
-                    deliveredFiles(duplicate.new.path, duplicate.new.fileName)
+                    let name = duplicate.new.fileName
+                    logger.info("\(name) has content already delivered (job \(duplicate.existing.id.prefix(12))): it is removed without an upload")
+                    if deliveredFiles(duplicate.new.path, name, read[name]) == .leftChanged { settle([name]) }
                 } else if duplicate.new.path != duplicate.existing.path && !duplicate.existing.state.isFinal {
                     // Delivered together with the job that has this content; no job of its own,
                     // so remembered here, not read again by every rescan.
@@ -391,6 +444,13 @@ actor OutboxIngest {
             since: unreadable[name]?.since ?? wallClock.now(),
             announced: announced || unreadable[name]?.announced == true
         )
+    }
+
+    /// Notes an entry errorbusd will not send; tells the journal once per entry, not at every look.
+    private func rememberUnsendable(_ name: String, because reason: String) {
+        guard unreadable[name]?.reason != reason else { return }
+        logger.warning("\(name) in the outbox is not uploaded: \(reason). It is listed by errorbusctl status until it is gone")
+        unreadable[name] = UnreadableFile(name: name, reason: reason, since: unreadable[name]?.since ?? wallClock.now(), announced: false)
     }
 
     private func forgetUnreadable(_ name: String, because what: String) {

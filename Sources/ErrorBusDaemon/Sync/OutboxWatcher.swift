@@ -8,17 +8,18 @@ import NIOPosix
 
 /// Tells the sync service when files arrive in the outbox, with inotify.
 ///
-/// A file counts as arrived when it is renamed into the directory (`IN_MOVED_TO`, how a writer
-/// publishes a finished file) or when a writer closes it after writing it in place
-/// (`IN_CLOSE_WRITE`). A change of a file's permissions or owner (`IN_ATTRIB`) is reported too:
+/// A file counts as arrived complete when it is renamed into the directory (`IN_MOVED_TO`, how a
+/// writer publishes a finished file). A writer that closes a file it wrote in place
+/// (`IN_CLOSE_WRITE`) may not be done with it (`echo … >>file` closes it after every line): such a
+/// file is reported as written, to be taken once it has settled. A change of a file's permissions or owner (`IN_ATTRIB`) is reported too:
 /// a file errorbusd could not read may have become readable. Events the kernel dropped
 /// (`IN_Q_OVERFLOW`) are reported as such, so the caller rescans. The inotify descriptor is read as a NIO pipe channel: no thread blocks on it.
 struct OutboxWatcher: Sendable {
     /// What the watcher saw.
     enum Signal: Sendable, Equatable {
-        /// These names arrived (in the order their events came), and these had their
-        /// permissions or owner changed.
-        case arrived([String], changed: [String])
+        /// These names were renamed in (in the order their events came), these closed after
+        /// writing in place, and these had their permissions or owner changed.
+        case arrived(renamed: [String], written: [String], changed: [String])
         /// The kernel dropped events: rescan the directory.
         case overflow
     }
@@ -59,7 +60,8 @@ struct OutboxWatcher: Sendable {
     /// whole records, and the fixed 64 KiB receive buffer holds any record.
     static func parse(_ buffer: ByteBuffer) -> Signal {
         var buffer = buffer
-        var names: [String] = []
+        var renamed: [String] = []
+        var written: [String] = []
         var changed: [String] = []
         let headerSize = MemoryLayout<inotify_event>.size
         while buffer.readableBytes >= headerSize {
@@ -74,12 +76,14 @@ struct OutboxWatcher: Sendable {
             // The name is NUL-padded to an alignment boundary.
             let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
             guard !name.isEmpty else { continue }
-            if mask & (UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)) != 0 {
-                names.append(name)
+            if mask & UInt32(IN_MOVED_TO) != 0 {
+                renamed.append(name)
+            } else if mask & UInt32(IN_CLOSE_WRITE) != 0 {
+                written.append(name)
             } else {
                 changed.append(name)
             }
         }
-        return .arrived(names, changed: changed)
+        return .arrived(renamed: renamed, written: written, changed: changed)
     }
 }

@@ -81,6 +81,8 @@ actor SyncService: Service {
     let removal: DeliveredFileRemoval
     /// Jobs whose file was written again with other content while they were under way or held.
     private nonisolated let replaced: ReplacedJobs
+    /// What each upload read of its job's file, until the job's outcome is recorded.
+    private nonisolated let readFiles = ReadFiles()
     /// Files delivered (swift-metrics).
     private let deliveries = Counter(label: "errorbus_sync_delivered_total")
     /// Attempts each delivered file took, this run's and those recorded before (a histogram).
@@ -134,7 +136,8 @@ actor SyncService: Service {
         let seen = SeenFiles()
         let duplicates = DuplicateFiles()
         let replaced = ReplacedJobs()
-        let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, logger: logger)
+        let leases = WriterLeases(logger: logger)
+        let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, leases: leases, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let overflow = BacklogOverflow(logger: logger, clock: wallClock)
         let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: settings.minFreeSpace)
@@ -166,8 +169,9 @@ actor SyncService: Service {
             replaced: replaced,
             overflow: overflow,
             storeFailures: storeFailures,
+            leases: leases,
             logger: logger,
-            deliveredFiles: { path, fileName in removal.remove(path, fileName: fileName) },
+            deliveredFiles: { path, fileName, read in removal.remove(path, fileName: fileName, read: read) },
             queued: { wake.yield() }
         )
         // Counted from 0, so that a query's increase() sees the first one.
@@ -361,7 +365,7 @@ actor SyncService: Service {
     /// bus holds the job parked: an `OutboxFile`, its history and a few references, not the whole
     /// stored job.
     private nonisolated func submit(_ job: OutboxFile, as busJob: Job, history: JobHistory, with uploader: any Uploading) async {
-        let (maxAge, replaced, wallClock) = (self.maxAge, self.replaced, self.wallClock)
+        let (maxAge, replaced, wallClock, readFiles) = (self.maxAge, self.replaced, self.wallClock, self.readFiles)
         let submission = await bus.submit(busJob) {
             if let failure = replaced.take(job.id) {
                 // Its file holds other content now, a job of its own: nothing to send.
@@ -372,7 +376,7 @@ actor SyncService: Service {
                 let age = Duration.seconds(wallClock.now().timeIntervalSince(history.queuedAt))
                 if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
             }
-            try await uploader.upload(job)
+            readFiles.record(job.id, try await uploader.upload(job))
         } completion: { outcome in
             await self.finished(job, history, outcome)
         }
@@ -422,7 +426,10 @@ actor SyncService: Service {
             case .succeeded: await delivered(job)
             case .stopped(let stopped): await ended(job, stopped, runs: runs)
             }
-        if recorded { state.recorded() }
+        if recorded {
+            state.recorded()
+            readFiles.forget(job.id)
+        }
         return recorded
     }
 
@@ -451,9 +458,13 @@ actor SyncService: Service {
             await storeFailures.report(error, doing: "record \(job.fileName) as delivered")
             return false
         }
-        removal.remove(job.path, fileName: job.fileName)
+        // Only the file whose bytes were sent: one written since stays, and is taken again.
+        if removal.remove(job.path, fileName: job.fileName, read: readFiles.read(of: job.id)) == .leftChanged {
+            await ingest.retake(job.fileName)
+        }
         for path in duplicates.take(for: job.id) {
-            removal.remove(path, fileName: String(path.split(separator: "/").last ?? ""))
+            let name = String(path.split(separator: "/").last ?? "")
+            if removal.remove(path, fileName: name, read: nil) == .leftChanged { await ingest.retake(name) }
         }
         return true
     }

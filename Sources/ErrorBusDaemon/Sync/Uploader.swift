@@ -14,8 +14,9 @@ import NIOPosix
 
 /// What uploads one job's file: ``Uploader`` in errorbusd, a fake in the dispatcher's tests.
 protocol Uploading: Sendable {
-    /// Uploads the file; every failure is thrown, categorised, for the bus.
-    func upload(_ job: OutboxFile) async throws
+    /// Uploads the file; every failure is thrown, categorised, for the bus. Returns the file's
+    /// status once the bytes sent were read (`nil`: unknown), which its removal checks.
+    func upload(_ job: OutboxFile) async throws -> FileStatus?
 }
 
 /// Uploads one outbox file as the API's ``UploadContract`` says: its method and URL, the file
@@ -54,20 +55,21 @@ final class Uploader: Uploading {
     /// The most of a delivered answer's body read: a receipt is small.
     static let receiptLimit = 64 * 1024
 
-    func upload(_ job: OutboxFile) async throws {
+    func upload(_ job: OutboxFile) async throws -> FileStatus? {
         let authorization = try await auth.authorization()
         do {
-            try await send(job, authorization: authorization)
+            return try await send(job, authorization: authorization)
         } catch let failure as HTTPFailure where failure.category.kind == .unauthenticated {
             // Refused with credentials the realm's re-authentication (or a reload) has since
             // replaced (the request left before the renewal finished): the new ones have not been
             // refused yet, so try them once rather than starting another re-authentication.
             guard let current = await auth.currentAuthorization, current != authorization else { throw failure }
-            try await send(job, authorization: current)
+            return try await send(job, authorization: current)
         }
     }
 
-    private func send(_ job: OutboxFile, authorization: String?) async throws {
+    /// Returns the file's status once the bytes sent were read.
+    private func send(_ job: OutboxFile, authorization: String?) async throws -> FileStatus? {
         let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size)
         let url = contract.url.render(item)
         var request = HTTPClientRequest(url: url)
@@ -90,8 +92,10 @@ final class Uploader: Uploading {
         if job.size <= Self.chunkLength {
             // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
             // pool), and sent as one buffer without a body stream.
+            let read: FileStatus
             do {
-                var body = try await Self.contents(of: job)
+                var body: ByteBuffer
+                (body, read) = try await Self.contents(of: job)
                 let sha256 = ContentKey.of(body)
                 guard sha256 == job.sha256 else { throw OutboxFileFailure.replaced(job, by: sha256) }
                 if let framing { body = framing.wrap(body) }
@@ -100,9 +104,10 @@ final class Uploader: Uploading {
                 throw OutboxFileFailure(error, job: job)
             }
             try await send(request, item: item, url: url, job: job)
+            return read
         } else {
             do {
-                try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
+                return try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
                     let size = try await handle.info().size
                     guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
                     // Hashed as they go; the last chunk is sent only if the whole is the
@@ -114,6 +119,10 @@ final class Uploader: Uploading {
                         request.body = .stream(chunks, length: .known(size))
                     }
                     try await send(request, item: item, url: url, job: job)
+                    // Every byte was read and sent: the file as it is now is what was read.
+                    return try? await handle.withUnsafeDescriptor { descriptor in
+                        try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
+                    }
                 }
             } catch let error as FileSystemError {
                 throw OutboxFileFailure(error, job: job)
@@ -189,11 +198,11 @@ final class Uploader: Uploading {
 
     /// The whole content of a job's file of at most one chunk, checked against the size it had
     /// when it was queued.
-    private static func contents(of job: OutboxFile) async throws -> ByteBuffer {
+    private static func contents(of job: OutboxFile) async throws -> (ByteBuffer, FileStatus) {
         // One byte more than expected tells a file that grew.
-        let read = try await OutboxFileReader.contents(of: job.path, capacity: Int(job.size) + 1)
-        guard read.readableBytes == job.size else { throw OutboxFileFailure.changed(job, size: Int64(read.readableBytes)) }
-        return read
+        let read = try await OutboxFileReader.read(job.path, capacity: Int(job.size) + 1)
+        guard read.bytes.readableBytes == job.size else { throw OutboxFileFailure.changed(job, size: Int64(read.bytes.readableBytes)) }
+        return (read.bytes, read.status)
     }
 }
 

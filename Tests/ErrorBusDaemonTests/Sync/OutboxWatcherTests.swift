@@ -18,13 +18,13 @@ import Testing
         return buffer
     }
 
-    @Test func arrivalsAndPermissionChangesAreToldApart() {
+    @Test func renamesWritesInPlaceAndPermissionChangesAreToldApart() {
         var buffer = Self.event(IN_MOVED_TO, "renamed.bin")
         var closed = Self.event(IN_CLOSE_WRITE, "written.bin")
         var chmodded = Self.event(IN_ATTRIB, "unreadable.bin")
         buffer.writeBuffer(&closed)
         buffer.writeBuffer(&chmodded)
-        #expect(OutboxWatcher.parse(buffer) == .arrived(["renamed.bin", "written.bin"], changed: ["unreadable.bin"]))
+        #expect(OutboxWatcher.parse(buffer) == .arrived(renamed: ["renamed.bin"], written: ["written.bin"], changed: ["unreadable.bin"]))
         #expect(OutboxWatcher.parse(Self.event(IN_Q_OVERFLOW, "")) == .overflow)
     }
 }

@@ -255,7 +255,7 @@ final class FakeUploader: Uploading {
         waiter?.resume()
     }
 
-    func upload(_ job: OutboxFile) async throws {
+    func upload(_ job: OutboxFile) async throws -> FileStatus? {
         state.withLock {
             $0.uploads.append(job)
             $0.running += 1
@@ -277,6 +277,7 @@ final class FakeUploader: Uploading {
             }
         }
         if failing { throw Unavailable() }
+        return nil
     }
 
     struct Unavailable: CategorizedError {
