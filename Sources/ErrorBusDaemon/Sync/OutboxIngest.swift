@@ -264,6 +264,9 @@ actor OutboxIngest {
             let inspections: [OutboxInspector.Inspection]
             do {
                 inspections = try await inspector.inspect(Array(slice), known: known, announced: announced)
+            } catch is CancellationError {
+                // A stop during the ingest (SIGTERM): nothing went wrong.
+                return unsettled
             } catch {
                 // Only when the thread pool has stopped: the daemon is shutting down.
                 logger.error("cannot inspect the outbox: \(error)")
