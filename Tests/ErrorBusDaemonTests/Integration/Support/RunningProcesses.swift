@@ -111,6 +111,8 @@ final class SandboxProcess: Sendable {
             let id: String
             let bytes: Int
             let sha256: String
+            /// How many uploads stored a new version of it.
+            let versions: Int
         }
 
         let items: [Item]
