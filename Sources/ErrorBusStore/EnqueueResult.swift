@@ -23,10 +23,15 @@ package struct EnqueueResult: Sendable, Equatable {
     /// as they were.
     package var replacedDiscarded: [OutboxJob]
 
-    package init(inserted: [OutboxJob], duplicates: [Duplicate], replacedDiscarded: [OutboxJob] = []) {
+    /// The delivered jobs whose file was dropped again after the delivery and is queued anew
+    /// (among ``inserted``), as they were: only when asked (``JobStore/enqueue(_:redeliver:)``).
+    package var replacedDelivered: [OutboxJob]
+
+    package init(inserted: [OutboxJob], duplicates: [Duplicate], replacedDiscarded: [OutboxJob] = [], replacedDelivered: [OutboxJob] = []) {
         self.inserted = inserted
         self.duplicates = duplicates
         self.replacedDiscarded = replacedDiscarded
+        self.replacedDelivered = replacedDelivered
     }
 
     /// The new jobs whose content the API already has: their files are duplicates to remove.

@@ -17,7 +17,13 @@ extension JobStore {
     /// replaces the discarded job with a new one, listed in ``EnqueueResult/inserted`` and in
     /// ``EnqueueResult/replacedDiscarded``. The discarded file itself, found again by a rescan or
     /// a restart, stays discarded.
-    package func enqueue(_ new: [OutboxFile]) async throws(StoreError) -> EnqueueResult {
+    ///
+    /// With `redeliver` (an API that tells files by name, whose consumers may remove what they
+    /// took), a delivered job's file written again after the delivery, with the same content, is
+    /// uploaded again: the delivered job is replaced by a new one, listed in ``EnqueueResult/inserted``
+    /// and ``EnqueueResult/replacedDelivered``. The delivered file itself, left by a stop between
+    /// the delivery and its removal (written before the delivery), stays a duplicate.
+    package func enqueue(_ new: [OutboxFile], redeliver: Bool = false) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = storeNow()
         let milliseconds = now.storeMilliseconds
@@ -34,6 +40,7 @@ extension JobStore {
             inserted.reserveCapacity(new.count)
             var duplicates: [EnqueueResult.Duplicate] = []
             var replacedDiscarded: [OutboxJob] = []
+            var replacedDelivered: [OutboxJob] = []
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
                 func insertQueued() throws -> Bool {
@@ -42,7 +49,13 @@ extension JobStore {
                 }
                 if try !insertQueued() {
                     guard let existing = try OutboxJob.filter(Column("id") == job.id.storedJobKey).fetchOne(db) else { continue }
-                    guard existing.state == .discarded, Self.arrivedAgain(job, after: existing) else {
+                    let again =
+                        switch existing.state {
+                        case .discarded: Self.arrivedAgain(job, after: existing)
+                        case .delivered: redeliver && Self.writtenAfterDelivery(job, existing)
+                        default: false
+                        }
+                    guard again else {
                         if job.path == existing.path, existing.state != .delivered, let modified = job.modifiedNanoseconds {
                             // Its own file, read again: its stamp spares the next rescan that.
                             try stamp.execute(arguments: [modified, job.id.storedJobKey])
@@ -53,7 +66,7 @@ extension JobStore {
                     // Its content arrived again: a new job in place of the discarded one.
                     try db.execute(sql: "DELETE FROM job WHERE id = ?", arguments: [job.id.storedJobKey])
                     guard try insertQueued() else { continue }
-                    replacedDiscarded.append(existing)
+                    if existing.state == .delivered { replacedDelivered.append(existing) } else { replacedDiscarded.append(existing) }
                 }
                 inserted.append(
                     OutboxJob(
@@ -69,7 +82,7 @@ extension JobStore {
                     )
                 )
             }
-            return EnqueueResult(inserted: inserted, duplicates: duplicates, replacedDiscarded: replacedDiscarded)
+            return EnqueueResult(inserted: inserted, duplicates: duplicates, replacedDiscarded: replacedDiscarded, replacedDelivered: replacedDelivered)
         }
     }
 
@@ -79,6 +92,13 @@ extension JobStore {
         if job.path != existing.path { return true }
         guard let modified = job.modifiedAt else { return false }
         return modified.storeMilliseconds > existing.updatedAt.storeMilliseconds
+    }
+
+    /// Whether `job`, with the content of the delivered `existing`, was written after that delivery:
+    /// dropped again, not the delivered file left in place by a stop before its removal.
+    static func writtenAfterDelivery(_ job: OutboxFile, _ existing: OutboxJob) -> Bool {
+        guard let modified = job.modifiedAt else { return false }
+        return modified.storeMilliseconds > (existing.deliveredAt ?? existing.updatedAt).storeMilliseconds
     }
 
     /// Gives up the pending jobs of the file at `path` other than `id`: the file was written again

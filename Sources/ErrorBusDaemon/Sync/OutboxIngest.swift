@@ -339,7 +339,9 @@ actor OutboxIngest {
             return
         }
         do {
-            let result = try await store.enqueue(ready)
+            // An API that tells files by name may have let its consumers remove a file: the same
+            // file dropped again after its delivery goes again.
+            let result = try await store.enqueue(ready, redeliver: settings.keyedByName)
             for duplicate in result.duplicates {
                 if duplicate.existing.state == .delivered {
                     // The API already has this content: the file is a copy of a delivered one,
@@ -356,6 +358,9 @@ actor OutboxIngest {
                         FileStamp(KnownFile(size: duplicate.new.size, modifiedNanoseconds: $0))
                     })
                 }
+            }
+            for delivered in result.replacedDelivered {
+                logger.notice("\(delivered.fileName) was dropped again after its delivery with the same content: as the API tells files by name, and may no longer have it, it is uploaded again")
             }
             for discarded in result.replacedDiscarded {
                 let file = result.inserted.first { $0.id == discarded.id }?.fileName ?? discarded.fileName

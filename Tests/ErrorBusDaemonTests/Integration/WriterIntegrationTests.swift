@@ -105,7 +105,25 @@ struct WriterIntegrationTests {
         }
     }
 
-    @Test func entriesErrorbusdWillNotSendAreToldOnceEachAndListed() async throws {
+    @Test func aFileDroppedAgainAfterTheAPIsConsumerTookItIsUploadedAgainByName() async throws {
+        let byName = """
+              upload:
+                url: /v1/items/{name}
+            """
+        try await Self.withDaemon(api: byName) { sandbox, daemon in
+            try daemon.drop("daily.csv", content: Data("a,b\n1,2\n".utf8))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items()["daily.csv"] != nil)
+            // The API's consumer took it; the producer drops the same bytes under the same name.
+            try await sandbox.reset()
+            try daemon.drop("daily.csv", content: Data("a,b\n1,2\n".utf8))
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await sandbox.items()["daily.csv"]?.sha256 == Self.sha256("a,b\n1,2\n"))
+            #expect(daemon.log.contains("daily.csv was dropped again after its delivery with the same content"), "\(daemon.log)")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func entriesErrorbusdWillNotSendAreToldOnceEachAndListed() async throws {
         try await Self.withDaemon { sandbox, daemon in
             #expect(mkdir(daemon.outbox + "/a-directory", 0o755) == 0)
             #expect(symlink("/etc/hostname", daemon.outbox + "/a-link") == 0)

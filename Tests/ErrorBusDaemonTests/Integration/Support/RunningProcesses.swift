@@ -84,6 +84,12 @@ final class SandboxProcess: Sendable {
         }
     }
 
+    /// Forgets every stored item, counter and fault (`POST /admin/reset`): what the API's
+    /// consumers took is gone from it.
+    func reset() async throws {
+        try await admin(.POST, "reset", "{}")
+    }
+
     /// Clears every fault.
     func clearFaults() async throws {
         var request = HTTPClientRequest(url: baseURL + "/admin/faults")
