@@ -33,6 +33,12 @@ extension SystemCall {
         return status.st_mode & S_IFMT == S_IFDIR
     }
 
+    /// The file system `path` is on (`stat(2)`'s `st_dev`, links followed); `nil` when nothing is
+    /// there.
+    package static func fileSystem(of path: String) throws(SystemCallError) -> UInt64? {
+        try stat(path).map { UInt64($0.st_dev) }
+    }
+
     /// `access(2)`.
     package static func access(_ path: String, _ mode: CInt) throws(SystemCallError) {
         _ = try check("access", path: path) { Glibc.access(path, mode) }

@@ -1,6 +1,7 @@
 import ErrorBusUnits
 import ErrorBus
 import ErrorBusHTTP
+import ErrorBusSupport
 import Logging
 
 // The configuration's keys, one table per section: each key's name, where it is held, its type
@@ -256,6 +257,17 @@ extension DaemonConfiguration.Sync {
                 throw ConfigurationError(
                     key: "sync.sent-directory",
                     reason: "must differ from sync.outbox (\(sync.outbox)), or delivered files would be sent again"
+                )
+            }
+            // A rename cannot cross file systems (EXDEV): every delivered file would stay in the
+            // outbox. Checked where both directories exist; a missing one is reported when used.
+            if case .move(let sentDirectory) = sync.afterDelivery,
+               let outbox = try? SystemCall.fileSystem(of: sync.outbox),
+               let sent = try? SystemCall.fileSystem(of: sentDirectory),
+               outbox != sent {
+                throw ConfigurationError(
+                    key: "sync.sent-directory",
+                    reason: "must be on the file system of sync.outbox (\(sync.outbox)): a delivered file is renamed into it, which cannot cross file systems, so every delivered file would stay in the outbox"
                 )
             }
             if let maxBacklogBytes = sync.backlog.maxBytes, maxBacklogBytes < sync.maxFileSize {

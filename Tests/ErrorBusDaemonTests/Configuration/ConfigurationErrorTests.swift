@@ -1,4 +1,6 @@
 @testable import ErrorBusDaemon
+import ErrorBusSupport
+import Glibc
 import Foundation
 import Testing
 
@@ -237,6 +239,28 @@ import Testing
                 try await fixture.loadError("sync:\n  outbox: /srv/spool\n  after-delivery: move\n  sent-directory: /srv/spool/\n")
             )
             #expect(sent.description.hasPrefix("\(fixture.yamlPath):4: sync.sent-directory: must differ from sync.outbox"))
+        }
+    }
+
+    /// A delivered file is renamed into the sent directory: across file systems that fails
+    /// (EXDEV) for every file, so such a configuration is refused where both directories exist.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no tmpfs at /dev/shm"))
+    func aSentDirectoryOnAnotherFileSystemThanTheOutboxIsRefused() async throws {
+        var template = Array("/dev/shm/errorbus-sent-XXXXXX".utf8CString)
+        let sent = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: sent) }
+        try await ConfigurationFixture.with { fixture in
+            let outbox = fixture.directory + "/outbox"
+            try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: true)
+            try #require(try SystemCall.fileSystem(of: outbox) != SystemCall.fileSystem(of: sent), "\(outbox) and \(sent) are on one file system")
+            let error = try #require(
+                try await fixture.loadError("sync:\n  outbox: \(outbox)\n  after-delivery: move\n  sent-directory: \(sent)\n")
+            )
+            #expect(error.description == "\(fixture.yamlPath):4: sync.sent-directory: must be on the file system of sync.outbox (\(outbox)): a delivered file is renamed into it, which cannot cross file systems, so every delivered file would stay in the outbox")
+            // On the outbox's file system, it loads.
+            let beside = fixture.directory + "/sent"
+            try FileManager.default.createDirectory(atPath: beside, withIntermediateDirectories: true)
+            #expect(try await fixture.loadError("sync:\n  outbox: \(outbox)\n  after-delivery: move\n  sent-directory: \(beside)\n") == nil)
         }
     }
 
