@@ -65,7 +65,7 @@ extension Output {
         }
         if !status.unreadableFiles.isEmpty {
             lines.append("")
-            lines.append(paint("\(status.unreadableFiles.count) outbox file(s) errorbusd cannot read, not uploaded until it can (give group errorbus read access):", .bad))
+            lines.append(paint("\(status.unreadableFiles.count) outbox file(s) errorbusd cannot read or will not send, not uploaded (unreadable ones: give group errorbus read access):", .bad))
             lines.append(table(
                 ["FILE", "SINCE", "WHY"],
                 status.unreadableFiles.prefix(20).map { [Cell($0.file), Cell(relative($0.since)), Cell($0.reason)] }

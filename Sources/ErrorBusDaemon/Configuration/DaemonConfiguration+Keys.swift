@@ -203,7 +203,7 @@ extension DaemonConfiguration.Sync {
                     sync.afterDelivery = move ? .move(to: Self.defaultSentDirectory) : .delete
                 }
             },
-            .init("sent-directory", type: "path", value: Self.defaultSentDirectory, "Where delivered files go with after-delivery: move. Must not be the outbox.") {
+            .init("sent-directory", type: "path", value: Self.defaultSentDirectory, "Where delivered files go with after-delivery: move. Must not be the outbox, and must be on its file system (files are renamed into it).") {
                 if case .move(let directory) = $0.afterDelivery { directory } else { Self.defaultSentDirectory }
             } read: { settings, sync throws(ConfigurationError) in
                 if let directory = try ValueType.absolutePath.read(settings, "sent-directory"), case .move = sync.afterDelivery {
@@ -225,8 +225,11 @@ extension DaemonConfiguration.Sync {
                 twentieth of the time: one of a huge outbox (seconds for a million files) comes 19 times its duration later.
                 """),
             .init("settle-time", \.settleTime, .duration(.atLeast(.zero)), """
-                A file found by such a rescan (or there when errorbusd starts) is taken only once it has not changed \
-                for this long, so half-written files are left alone; such a file is looked at again this long after.
+                A file written in place (closed by its writer, found by such a rescan, or there when errorbusd starts) \
+                is taken only once it has not changed for this long, so half-written files are left alone; such a file \
+                is looked at again this long after. A file renamed into the outbox is taken at once. Whatever this is, \
+                no file is taken while a process has it open for writing (a read lease, which needs CAP_LEASE or the \
+                file's ownership).
                 """),
             .init("max-age", \.maxAge, ValueType.duration(.atLeast(.seconds(1))).orNone, """
                 A file queued longer ago than this is not uploaded but set aside as a dead letter, with the reason, at \
