@@ -153,6 +153,30 @@ struct WriterIntegrationTests {
         }
     }
 
+    @Test func withoutLeasesErrorbusdSaysSoOnceAndDeliversAsBefore() async throws {
+        let scratch = try ScratchDirectory("no-lease")
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+        // As root without CAP_LEASE: the kernel grants a lease on the files errorbusd owns only.
+        let child = try daemon.launch(prefix: ["/usr/bin/setpriv", "--bounding-set=-lease", "--"])
+        #expect(await child.waitForStandardError(containing: "errorbusd ready"), "\(child.standardError.text)")
+        for number in 1...3 {
+            // A producer's file: owned by another user, readable by errorbusd.
+            let hidden = daemon.outbox + "/.report-\(number).part"
+            try Data("report \(number)\n".utf8).write(to: URL(fileURLWithPath: hidden))
+            #expect(chown(hidden, 65534, 65534) == 0 && chmod(hidden, 0o644) == 0)
+            #expect(rename(hidden, daemon.outbox + "/report-\(number).txt") == 0)
+        }
+        try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+        #expect(try await sandbox.items().count == 3)
+        // Said once, not per file read or removed.
+        let told = daemon.log.components(separatedBy: "cannot take a read lease on outbox files").count - 1
+        #expect(told == 1, "\(daemon.log)")
+        #expect(daemon.log.contains("Permission denied"), "\(daemon.log)")
+        #expect(try await daemon.stop().status == 0)
+        try await sandbox.stop()
+    }
+
     /// Creates a file whose name is raw bytes (not necessarily UTF-8).
     static func createFile(named name: [UInt8], in directory: String, content: String) throws {
         let path = Array(directory.utf8) + [UInt8(ascii: "/")] + name + [0]
