@@ -25,10 +25,17 @@ enum OutboxFileReader {
         try await read(path, capacity: capacity).bytes
     }
 
-    /// What was read of a file: its bytes, and its status once they were read.
+    /// What was read of a file: its bytes, and its status while they were read.
     struct Read: Sendable {
         var bytes: ByteBuffer
+        /// The file's status before the bytes were read, if it was the same after; if the file
+        /// changed meanwhile, its status before, which the file no longer has.
         var status: FileStatus
+
+        init(bytes: ByteBuffer, before: FileStatus, after: FileStatus) {
+            self.bytes = bytes
+            self.status = after.isSameContent(as: before) ? after : before
+        }
     }
 
     /// As ``contents(of:capacity:)``, with the file's status once its bytes were read.
@@ -37,12 +44,13 @@ enum OutboxFileReader {
         return try await NIOThreadPool.singleton.runIfActive { () throws(SystemCallError) -> Read in
             let descriptor = try open(path)
             defer { try? SystemCall.close(descriptor) }
+            let before = try FileStatus.of(descriptor: descriptor, path: path)
             // read(2), not pread(2): what is not a regular file any more (a FIFO put in the
             // file's place) reads as empty, a changed file, rather than failing with ESPIPE.
             let bytes = try readAll(descriptor, path: path, capacity: capacity) { descriptor, free, _ in
                 Glibc.read(descriptor, free.baseAddress, free.count)
             }
-            return Read(bytes: bytes, status: try FileStatus.of(descriptor: descriptor, path: path))
+            return Read(bytes: bytes, before: before, after: try FileStatus.of(descriptor: descriptor, path: path))
         }
     }
 
@@ -63,12 +71,13 @@ enum OutboxFileReader {
         guard descriptor >= 0 else { return nil }
         defer { try? SystemCall.close(descriptor) }
         guard
+            let before = try? FileStatus.of(descriptor: descriptor, path: path),
             let bytes = try? readAll(descriptor, path: path, capacity: capacity, { descriptor, free, offset in
                 errorbus_read_cached(descriptor, free.baseAddress, free.count, offset)
             }),
-            let status = try? FileStatus.of(descriptor: descriptor, path: path)
+            let after = try? FileStatus.of(descriptor: descriptor, path: path)
         else { return nil }
-        return Read(bytes: bytes, status: status)
+        return Read(bytes: bytes, before: before, after: after)
     }
 
     /// Reads from `descriptor` until the end of the file or `capacity` bytes.

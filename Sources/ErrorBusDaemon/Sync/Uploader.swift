@@ -108,6 +108,9 @@ final class Uploader: Uploading {
         } else {
             do {
                 return try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
+                    let before = try? await handle.withUnsafeDescriptor { descriptor in
+                        try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
+                    }
                     let size = try await handle.info().size
                     guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
                     // Hashed as they go; the last chunk is sent only if the whole is the
@@ -119,10 +122,13 @@ final class Uploader: Uploading {
                         request.body = .stream(chunks, length: .known(size))
                     }
                     try await send(request, item: item, url: url, job: job)
-                    // Every byte was read and sent: the file as it is now is what was read.
-                    return try? await handle.withUnsafeDescriptor { descriptor in
+                    // Every byte was read and sent. The file as it is now is what was read, unless it
+                    // changed meanwhile: then its status before, which it no longer has.
+                    let after = try? await handle.withUnsafeDescriptor { descriptor in
                         try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
                     }
+                    guard let before, let after else { return nil }
+                    return after.isSameContent(as: before) ? after : before
                 }
             } catch let error as FileSystemError {
                 throw OutboxFileFailure(error, job: job)
