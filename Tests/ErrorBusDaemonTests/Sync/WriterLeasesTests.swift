@@ -1,0 +1,52 @@
+@testable import ErrorBusDaemon
+import ErrorBusSupport
+import Foundation
+import Glibc
+import Logging
+import TestSupport
+import Testing
+
+/// Read leases on real files, with real writer processes: a file open for writing is not hashed,
+/// and a writer that opens a file while errorbusd holds its lease goes on as soon as the lease is
+/// released, not after the kernel's lease-break-time (45 s).
+@Suite(.timeLimit(.minutes(1)))
+struct WriterLeasesTests {
+    static let leases = WriterLeases(logger: Logger(label: "leases") { _ in SwiftLogNoOpLogHandler() })
+
+    @Test func aFileOpenForWritingIsNotHashedAndOnceClosedItIs() throws {
+        let scratch = try ScratchDirectory("leases")
+        let path = scratch.file("open.log")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("a\n".utf8)))
+        let writer = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        #expect(try ContentKey.of(fileAt: path, leases: Self.leases) == .beingWritten)
+        try writer.close()
+        guard case .hashed(let key, let read) = try ContentKey.of(fileAt: path, leases: Self.leases) else {
+            Issue.record("a closed file was not hashed")
+            return
+        }
+        #expect(key == (try ContentKey.of(fileAt: path)))
+        #expect(read.size == 2)
+    }
+
+    @Test func aWriterThatBreaksTheLeaseGoesOnOnceItIsReleased() async throws {
+        let scratch = try ScratchDirectory("leases")
+        let path = scratch.file("leased.log")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("a\n".utf8)))
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        try #require(Self.leases.take(descriptor, path: path) == .held)
+        // The writer's open waits for the lease; the holder sees the break. (The kernel tells it
+        // with a signal only, which errorbusd ignores: it asks, as the hash does between chunks.)
+        let began = ContinuousClock.now
+        let writer = try ChildProcess("/bin/sh", ["-c", "echo b >> \"$1\"", "sh", path])
+        while !Self.leases.isBreaking(descriptor) {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        Self.leases.release(descriptor)
+        #expect(await writer.waitForExit().status == 0)
+        // Far from the 45 s a lease not released would cost it.
+        #expect(ContinuousClock.now - began < .seconds(10))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "a\nb\n")
+    }
+}
