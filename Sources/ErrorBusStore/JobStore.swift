@@ -111,6 +111,12 @@ package final class JobStore: Sendable {
 
         var configuration = Configuration()
         configuration.label = "errorbusd.store"
+        // GRDB's queues default to user-initiated. On Linux, libdispatch gives each worker thread
+        // of such a queue a nice value below 0 (-2), which an unprivileged process may not set:
+        // every new writer or reader thread then logged "Failed to set thread priority for
+        // worker thread … errno=13". The store is errorbusd's own work, at the default priority
+        // like the rest of it (nice 0).
+        configuration.qos = .default
         // Only this process writes; a wait means someone is inspecting the file with sqlite3.
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
