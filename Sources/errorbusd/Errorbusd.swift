@@ -73,6 +73,11 @@ struct Errorbusd: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if configReference == nil, downgradeStore == nil, !checkConfig {
+            // First: until the service group handles SIGTERM and SIGINT, their default action
+            // would end errorbusd at once, killed by the signal, its store left open.
+            try EarlyStopSignals.hold()
+        }
         if let configReference {
             print(ConfigurationReference.text(configReference, date: Self.today()), terminator: "")
             return

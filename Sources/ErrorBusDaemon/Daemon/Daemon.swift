@@ -140,6 +140,9 @@ package struct Daemon: Sendable {
                 logger: logger
             )
             var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
+                // A SIGTERM or SIGINT that arrived while errorbusd started, sent again now that the
+                // group handles them.
+                .init(service: EarlyStopSignals.Replay(logger: logger)),
                 .init(service: Readiness(
                     startedAt: startedAt,
                     bus: bus,

@@ -57,6 +57,70 @@ struct StartIntegrationTests {
         try await sandbox.stop()
     }
 
+    /// When a test sends SIGTERM to a starting errorbusd.
+    enum Moment: String, CaseIterable, Sendable {
+        /// As soon as errorbusd catches it, which it does first, before it reads the
+        /// configuration. (No earlier: a signal sent at once after the spawn meets the dynamic
+        /// loader, before any code of the program runs, and its default action ends any program
+        /// there.)
+        case caught
+        /// Once the store is opened, before the service group handles signals.
+        case storeOpened
+        /// Once errorbusd says it is ready.
+        case ready
+    }
+
+    /// A SIGTERM while errorbusd starts stops it as one later does: exit 0, the store closed.
+    /// Before the service group handled them, SIGTERM's default action ended errorbusd at once
+    /// (killed by the signal, status 143), the store left open. Twenty starts a moment, for the
+    /// race.
+    @Test(arguments: Moment.allCases)
+    func aSIGTERMWhileStartingStopsErrorbusdCleanly(at moment: Moment) async throws {
+        let scratch = try ScratchDirectory("early-sigterm")
+        // No API there: errorbusd starts, and stops, all the same.
+        let daemon = try DaemonProcess(in: scratch, baseURL: "http://127.0.0.1:9", credentials: ["client-secret": "s3cret"])
+        let wal = daemon.stateDirectory + "/errorbusd.sqlite-wal"
+        for attempt in 1...20 {
+            let child = try daemon.launch()
+            switch moment {
+            case .caught:
+                #expect(await Self.waitUntilCatching(SIGTERM, child), "errorbusd exited before it caught SIGTERM")
+            case .storeOpened:
+                #expect(await child.standardError.wait(for: "Job store opened"))
+            case .ready:
+                #expect(await child.standardError.wait(for: "errorbusd ready"))
+            }
+            child.signal(SIGTERM)
+            let finished = await child.waitForExit()
+            #expect(finished.status == 0, "start \(attempt): exited with \(finished.status)\n\(finished.standardError)")
+            #expect(finished.standardError.contains("Job store closed"), "start \(attempt):\n\(finished.standardError)")
+            // Closing checkpoints the WAL into the database and empties it.
+            let walSize = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
+            #expect(walSize == 0, "start \(attempt): the store's WAL holds \(walSize) bytes")
+            // Caught, it arrived before the service group handled it: at the start's first steps.
+            let early = finished.standardError.contains("SIGTERM arrived while errorbusd was starting: stopping")
+            #expect(early || moment != .caught, "start \(attempt): not told it arrived early:\n\(finished.standardError)")
+            if finished.status != 0 || !(early || moment != .caught) { break }
+        }
+    }
+
+    /// Waits, reading `/proc` without sleeping, until `child` catches `signal` (has a handler for
+    /// it); false if it exits first.
+    static func waitUntilCatching(_ signal: CInt, _ child: ChildProcess) async -> Bool {
+        let bit = UInt64(1) << UInt64(signal - 1)
+        while !child.hasExited {
+            if let status = try? String(contentsOfFile: "/proc/\(child.processIdentifier)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+                let caught = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16),
+                caught & bit != 0
+            {
+                return true
+            }
+            await Task.yield()
+        }
+        return false
+    }
+
     /// Makes `path` and everything under it `user`'s (and their group, the same number).
     static func give(_ path: String, to user: uid_t) throws {
         var paths = [path]
