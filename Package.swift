@@ -102,12 +102,16 @@ let package = Package(
         // configuration reads them: for the bus, errorbusd, errorbusctl and the reference. No
         // dependencies, no platform code.
         .target(name: "ErrorBusUnits"),
-        // A manual clock, a bus run for a test, its events, scripted probes and authenticators.
+        // A manual clock, a bus run for a test, its events, scripted probes and authenticators;
+        // with the trait HTTP, a scripted HTTP server on the loopback interface (SwiftNIO).
         .target(
             name: "ErrorBusTesting",
             dependencies: [
                 "ErrorBus",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -426,9 +430,10 @@ let package = Package(
 // depending on errorbus with `traits: []` resolves and clones only swift-log, swift-collections,
 // swift-metrics and swift-service-lifecycle (and theirs), and is bound by no other version
 // range. Varlink needs the trait `Varlink` (SwiftNIO), ErrorBusHTTP the trait `HTTP`
-// (AsyncHTTPClient); everything else is the daemon's (`Daemon`, on by default).
+// (AsyncHTTPClient), and so does ErrorBusTesting's loopback HTTP server (SwiftNIO; its source is
+// under `#if HTTP`); everything else is the daemon's (`Daemon`, on by default).
 let libraryPackages: Set = ["swift-log", "swift-collections", "swift-metrics", "swift-service-lifecycle"]
-let traitOfTarget = ["Varlink": "Varlink", "ErrorBusHTTP": "HTTP"]
+let traitOfTarget = ["Varlink": "Varlink", "ErrorBusHTTP": "HTTP", "ErrorBusTesting": "HTTP"]
 for target in package.targets {
     let trait = traitOfTarget[target.name] ?? "Daemon"
     target.dependencies = target.dependencies.map { dependency in
