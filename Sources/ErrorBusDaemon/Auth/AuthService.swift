@@ -281,18 +281,10 @@ actor AuthService: Authenticator, Service {
         request.body = .bytes(ByteBuffer(string: "grant_type=client_credentials"))
         let sent = clock.now()
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
-        let response: HTTPClientResponse
-        do {
-            response = try await http.execute(request, deadline: deadline)
-        } catch {
-            throw HTTPFailure(classifying: error, method: "POST", url: settings.tokenURL)
+        let answer = try await http.execute(request, accepting: [.ok], deadline: deadline)
+        let decoded = try await answer.decodeBody(as: TokenResponse.self, expected: "an OAuth token response") {
+            $0.tokenType.lowercased() == "bearer" && !$0.accessToken.isEmpty ? nil : "a bearer token"
         }
-        guard response.status == .ok else {
-            throw await HTTPFailure.classifying(response, method: "POST", url: settings.tokenURL, deadline: deadline)
-        }
-        let decoded = try await response.decodeBody(
-            as: TokenResponse.self, deadline: deadline, method: "POST", url: settings.tokenURL, expected: "an OAuth token response"
-        ) { $0.tokenType.lowercased() == "bearer" && !$0.accessToken.isEmpty ? nil : "a bearer token" }
         // Count the lifetime from when the request was sent: never trust a token past its time.
         return Token(value: decoded.accessToken, sentAt: sent, expiresAt: sent.advanced(by: .seconds(max(0, decoded.expiresIn ?? 3_600))))
     }

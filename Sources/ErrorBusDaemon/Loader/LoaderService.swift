@@ -209,16 +209,12 @@ actor LoaderService: Service {
         if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
         if let lastModified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
-        let response: HTTPClientResponse
-        do {
-            response = try await http.execute(request, deadline: deadline)
-        } catch {
-            throw HTTPFailure(classifying: error, method: "GET", url: url)
-        }
+        // Any other status is classified, then as the administrator's rules say.
+        let response = try await http.execute(request, accepting: [.ok, .notModified], deadline: deadline, overrides: settings.classify).response
         switch response.status {
         case .notModified:
             return .unchanged
-        case .ok:
+        default:
             if let announced = response.headers.first(name: "Content-Length").flatMap(Int64.init), announced > settings.maximumSize {
                 throw HTTPFailure.bodyTooLarge(method: "GET", url: url, status: 200, limit: Int(settings.maximumSize), announced: Int(announced))
             }
@@ -258,8 +254,6 @@ actor LoaderService: Service {
             } catch {
                 throw HTTPFailure(classifying: error, method: "GET", url: url)
             }
-        default:
-            throw await HTTPFailure.classifying(response, method: "GET", url: url, deadline: deadline).overridden(by: settings.classify)
         }
     }
 }
