@@ -12,7 +12,7 @@ func overview(api: SimulatedAPI, credentials: Credentials, report: Report, logge
     }
     // sample: overview
     let bus = ErrorBus(logger: logger)
-    await bus.setProbe(APIProbe(api: api), forScope: "api.example.net")
+    await bus.setProbe(HealthProbe(api: api), forScope: "api.example.net")
     let job = Job(id: "report-42", service: "uploader", scope: "api.example.net", realm: "api")
     do throws(JobStopped) {
         try await bus.perform(job) { try await upload(report) }   // waits out outages and 401s

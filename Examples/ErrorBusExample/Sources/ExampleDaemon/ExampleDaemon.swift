@@ -15,7 +15,7 @@ struct ExampleDaemon {
         // sample: service-group
         let bus = ErrorBus(logger: logger)
         // The API's host has its own probe, its realm its own authenticator.
-        await bus.setProbe(APIProbe(api: api), forScope: api.host)
+        await bus.setProbe(HealthProbe(api: api), forScope: api.host)
         let credentials = Credentials(api: api, secret: secret)
         await bus.setAuthenticator(credentials, forRealm: "api")
 

@@ -4,7 +4,7 @@ import Logging
 /// The README's "library in ten lines": a bus, one job run through it, and the bus's events.
 func libraryInTenLines(api: SimulatedAPI, credentials: Credentials, report: Report, logger: Logger) async {
     // sample: readme-library
-    let bus = ErrorBus(probe: APIProbe(api: api), authenticator: credentials, logger: logger)
+    let bus = ErrorBus(probe: HealthProbe(api: api), authenticator: credentials, logger: logger)
     let events = await bus.subscribe()
     await withDiscardingTaskGroup { group in
         group.addTask { await bus.run() }  // or put the bus in your ServiceGroup, last

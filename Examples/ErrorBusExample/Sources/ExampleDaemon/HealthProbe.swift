@@ -4,7 +4,7 @@ import ErrorBus
 /// Tells the bus whether the API answers again. While an `unreachable` incident holds the API's
 /// host, the bus asks this on the reachability gate's schedule: one probe for every job
 /// waiting, instead of a retry each.
-struct APIProbe: ReachabilityProbe {
+struct HealthProbe: ReachabilityProbe {
     let api: SimulatedAPI
 
     func probe(_ scope: String, kind: ErrorCategory.Kind) async -> ProbeResult {
