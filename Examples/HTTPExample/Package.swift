@@ -15,7 +15,7 @@ let errorbus = URL(fileURLWithPath: #filePath)
 
 // A small daemon that uploads reports to an HTTP API with AsyncHTTPClient through an ErrorBus:
 // its failures classified by ErrorBusHTTP, the API probed by its APIProbe. `swift test` runs it
-// against an HTTP server of its own on the loopback interface.
+// against a scripted HTTP server on the loopback interface (ErrorBusTesting).
 let package = Package(
     name: "HTTPExample",
     platforms: [.macOS(.v15)],
@@ -55,7 +55,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The uploader against a real HTTP server on 127.0.0.1, on a bus on a manual clock.
+        // The uploader against a real HTTP server on 127.0.0.1 (ErrorBusTesting's
+        // LoopbackHTTPServer, there with the trait HTTP), on a bus on a manual clock.
         .testTarget(
             name: "ReportUploaderTests",
             dependencies: [
@@ -65,8 +66,6 @@ let package = Package(
                 .product(name: "ErrorBusTesting", package: errorbus),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -50,31 +50,20 @@ public struct ReportAPI: Sendable {
     /// Sends one report: the API's receipt, or why not as an `HTTPFailure`, whose category, cause
     /// and scope tell the bus what to do.
     func upload(_ report: Report, with client: HTTPClient) async throws(HTTPFailure) -> Receipt {
-        let url = url(of: report)
-        var request = HTTPClientRequest(url: url)
+        var request = HTTPClientRequest(url: url(of: report))
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         request.body = .bytes(ByteBuffer(string: report.text))
-        // One deadline for the answer and its body: a body trickled for ever is bounded too.
-        let deadline = NIODeadline.now() + .seconds(30)
-        let response: HTTPClientResponse
-        do {
-            response = try await client.execute(request, deadline: deadline)
-        } catch {
-            // Refused, DNS, TLS, timeouts, resets: unreachable or transient.
-            throw HTTPFailure(classifying: error, method: "PUT", url: url)
-        }
-        guard response.status == .created else {
-            // 429 or 503 and Retry-After, 401, a 4xx and its problem details, a 5xx, a redirect;
-            // then as the administrator's rules say, if one matches.
-            throw await HTTPFailure.classifying(response, method: "PUT", url: url, deadline: deadline)
-                .overridden(by: classify)
-        }
-        // A body that is not a receipt for this report is `invalid` (`undecodableResponse`).
-        return try await response.decodeBody(
-            as: Receipt.self, upTo: 16 * 1024, deadline: deadline, method: "PUT", url: url,
-            expected: "a JSON receipt", refusal: { $0.id == report.id ? nil : "a receipt for \(report.id)" }
+        // Anything but a 201 throws, classified: refused, DNS, TLS, timeouts and resets; a 429 or
+        // 503 and its Retry-After, a 401, a 4xx and its problem details, a 5xx, a redirect; then
+        // as the administrator's rules say. One deadline for the answer and its body.
+        let answer = try await client.execute(
+            request, accepting: [.created], deadline: .now() + .seconds(30), overrides: classify
         )
+        // A body that is not a receipt for this report is `invalid` (`undecodableResponse`).
+        return try await answer.decodeBody(as: Receipt.self, upTo: 16 * 1024, expected: "a JSON receipt") {
+            $0.id == report.id ? nil : "a receipt for \(report.id)"
+        }
     }
     // end sample
 }
