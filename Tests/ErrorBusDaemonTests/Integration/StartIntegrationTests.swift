@@ -97,10 +97,11 @@ struct StartIntegrationTests {
             // Closing checkpoints the WAL into the database and empties it.
             let walSize = (try? FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0
             #expect(walSize == 0, "start \(attempt): the store's WAL holds \(walSize) bytes")
-            // Caught, it arrived before the service group handled it: at the start's first steps.
-            let early = finished.standardError.contains("SIGTERM arrived while errorbusd was starting: stopping")
-            #expect(early || moment != .caught, "start \(attempt): not told it arrived early:\n\(finished.standardError)")
-            if finished.status != 0 || !(early || moment != .caught) { break }
+            // Whether a signal caught at once was caught by the early handler or already by the
+            // service group's depends on how fast the poll above saw it: on a loaded machine the
+            // group may be first. So "caught" asserts the clean stop only; "storeOpened" is the
+            // moment that always meets the early handler (status 143 without it).
+            if finished.status != 0 { break }
         }
     }
 
