@@ -99,6 +99,9 @@ public struct LoopbackHTTPServer: Sendable {
             group.cancelAll()
             return result
         }
+        // The listening socket is closed, not only asked to close, before the port is given
+        // back: a server started next on it must not meet it (EADDRINUSE).
+        try? await listener.channel.closeFuture.get()
         await pending.closeRemaining()
         log.finish()
         return try result.get()
