@@ -60,14 +60,7 @@ public struct LoopbackHTTPServer: Sendable {
     ) async throws -> Value {
         let pending = PendingConnections()
         let log = RequestLog()
-        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try pending.register(channel)
-                }
-            }
+        let listener = try await bind(port: port, pending: pending)
         let server = LoopbackHTTPServer(port: listener.channel.localAddress?.port ?? port, log: log)
         let result = await withDiscardingTaskGroup(returning: Result<Value, any Error>.self) { group in
             group.addTask {
@@ -105,6 +98,30 @@ public struct LoopbackHTTPServer: Sendable {
         await pending.closeRemaining()
         log.finish()
         return try result.get()
+    }
+
+    /// Binds the listening socket. A port given back by a server that just stopped may still
+    /// be held for a moment by the kernel (its last connections closing), which no event tells:
+    /// `EADDRINUSE` is tried again for up to a second before it is thrown.
+    private static func bind(
+        port: Int,
+        pending: PendingConnections
+    ) async throws -> NIOAsyncChannel<Connection?, Never> {
+        let deadline = ContinuousClock.now + .seconds(1)
+        while true {
+            do {
+                return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .bind(host: "127.0.0.1", port: port) { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                            return try pending.register(channel)
+                        }
+                    }
+            } catch let error as IOError where error.errnoCode == EADDRINUSE && port != 0 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
     }
 
     /// Answers the requests of one connection until the client closes it, an answer closes it,
