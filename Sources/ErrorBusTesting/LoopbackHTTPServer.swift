@@ -37,8 +37,9 @@ public struct LoopbackHTTPServer: Sendable {
     /// on it for "the request reached the server" instead of sleeping.
     public var requests: AsyncStream<Request> { log.stream }
 
-    /// Listens on 127.0.0.1, `port` (0: one the system picks; a port just used by another
-    /// server can be taken again at once), while `body` runs; then closes the listening socket
+    /// Listens on 127.0.0.1, `port` (0: one the system picks, which tests that run side by side
+    /// should prefer: a port another server gave back a moment ago may be held by the kernel a
+    /// while longer), while `body` runs; then closes the listening socket
     /// and every connection, answered or not, and returns what `body` returned.
     ///
     /// However `body` ends (it returns, throws, or its task is cancelled), no connection is left

@@ -82,15 +82,15 @@ struct LoopbackHTTPServerTests {
     }
 
     /// Connections still being accepted, set up, read or answered when a server stops are each
-    /// closed: nothing traps, nothing waits for an answer's delay, and the port serves again at once.
-    @Test func startedAndStoppedAHundredTimesUnderRequestsOnOnePort() async throws {
+    /// closed: nothing traps, nothing waits for an answer's delay. (Each server on a port of its
+    /// own: a port just given back may be held by the kernel a while longer on a loaded machine.)
+    @Test func startedAndStoppedAHundredTimesUnderRequests() async throws {
         // Requests not connected when a server stops are refused until the connect timeout.
         try await withClient(connectTimeout: .milliseconds(200)) { client in
-            var port = 0
             var failed = 0
             for _ in 1...100 {
                 try await withThrowingTaskGroup { requests in
-                    port = try await LoopbackHTTPServer.serving(port: port, answer: { _ in .init(status: 200, delay: .seconds(30)) }) { server in
+                    _ = try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200, delay: .seconds(30)) }) { server in
                         for number in 1...4 {
                             requests.addTask {
                                 let request = HTTPClientRequest(url: server.baseURL + "/\(number)")
