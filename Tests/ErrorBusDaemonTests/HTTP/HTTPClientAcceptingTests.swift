@@ -13,18 +13,6 @@ import Testing
 struct HTTPClientAcceptingTests {
     struct Receipt: Decodable { let id: String }
 
-    /// Runs `body` with a client configured as errorbusd configures its own, refusing fast.
-    func withClient<Value>(_ body: (HTTPClient) async throws -> Value) async throws -> Value {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .errorbusAPI(connectTimeout: .milliseconds(500)))
-        let result: Result<Value, any Error>
-        do {
-            result = .success(try await body(client))
-        } catch {
-            result = .failure(error)
-        }
-        try await client.shutdown()
-        return try result.get()
-    }
 
     /// `PUT /v1/reports/1` to the server, answered as `response`, accepting `201`.
     func put(
@@ -33,7 +21,7 @@ struct HTTPClientAcceptingTests {
         timeout: TimeAmount = .seconds(10)
     ) async throws -> (Result<Receipt, HTTPFailure>, url: String) {
         try await LoopbackHTTPServer.serving(answer: { _ in response }) { server in
-            try await withClient { client in
+            try await withErrorbusClient { client in
                 var request = HTTPClientRequest(url: server.baseURL + "/v1/reports/1")
                 request.method = .PUT
                 request.body = .bytes(ByteBuffer(string: "reading"))
@@ -57,7 +45,7 @@ struct HTTPClientAcceptingTests {
 
     @Test func anAcceptedAnswerCarriesTheRequestForItsBody() async throws {
         try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200, body: "0123456789") }) { server in
-            try await withClient { client in
+            try await withErrorbusClient { client in
                 let deadline = NIODeadline.now() + .seconds(10)
                 let answer = try await client.execute(HTTPClientRequest(url: server.baseURL + "/a?b=c"), accepting: [.ok, .notModified], deadline: deadline)
                 #expect(answer.status == .ok)
@@ -167,7 +155,7 @@ struct HTTPClientAcceptingTests {
     @Test func aRefusedConnectionIsUnreachable() async throws {
         // The port of a server that has stopped: nothing listens on it.
         let port = try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 204) }) { $0.port }
-        try await withClient { client in
+        try await withErrorbusClient { client in
             let url = "http://127.0.0.1:\(port)/v1/reports/1"
             do throws(HTTPFailure) {
                 _ = try await client.execute(HTTPClientRequest(url: url), accepting: [.ok], deadline: .now() + .seconds(10))

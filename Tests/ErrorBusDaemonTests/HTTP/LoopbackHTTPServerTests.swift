@@ -9,26 +9,13 @@ import Testing
 /// requests it read, and stops that leave nothing behind however many connections are under way.
 @Suite(.timeLimit(.minutes(1)))
 struct LoopbackHTTPServerTests {
-    /// A client as errorbusd configures its own, giving up on a refused connection after
-    /// `connectTimeout` (AsyncHTTPClient retries until then).
-    func withClient<Value>(connectTimeout: TimeAmount = .milliseconds(500), _ body: (HTTPClient) async throws -> Value) async throws -> Value {
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .errorbusAPI(connectTimeout: connectTimeout))
-        let result: Result<Value, any Error>
-        do {
-            result = .success(try await body(client))
-        } catch {
-            result = .failure(error)
-        }
-        try await client.shutdown()
-        return try result.get()
-    }
 
     @Test func anAnswerIsSentAsScriptedAndTheRequestKeptAsRead() async throws {
         let answer: @Sendable (LoopbackHTTPServer.Request) async -> LoopbackHTTPServer.Response = { request in
             .init(status: 418, headers: [("X-Answer", request.header("x-question") ?? "none")], body: "short and stout: \(request.text)")
         }
         try await LoopbackHTTPServer.serving(answer: answer) { server in
-            try await withClient { client in
+            try await withErrorbusClient { client in
                 var request = HTTPClientRequest(url: server.baseURL + "/pot?size=2")
                 request.method = .POST
                 request.headers.add(name: "X-Question", value: "tea?")
@@ -52,7 +39,7 @@ struct LoopbackHTTPServerTests {
 
     @Test func aNoContentAnswerAnnouncesNoBody() async throws {
         try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 204) }) { server in
-            try await withClient { client in
+            try await withErrorbusClient { client in
                 // Twice on one connection: the first answer ended where the client expected.
                 for _ in 1...2 {
                     let response = try await client.execute(HTTPClientRequest(url: server.baseURL + "/healthz"), deadline: .now() + .seconds(10))
@@ -66,7 +53,7 @@ struct LoopbackHTTPServerTests {
 
     @Test func theRequestsStreamAsTheyAreReadAndEndWithTheServer() async throws {
         let requests = try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200) }) { server in
-            try await withClient { client in
+            try await withErrorbusClient { client in
                 async let response = client.execute(HTTPClientRequest(url: server.baseURL + "/first"), deadline: .now() + .seconds(10))
                 var reads = server.requests.makeAsyncIterator()
                 #expect(await reads.next()?.path == "/first")
@@ -86,7 +73,7 @@ struct LoopbackHTTPServerTests {
     /// own: a port just given back may be held by the kernel a while longer on a loaded machine.)
     @Test func startedAndStoppedAHundredTimesUnderRequests() async throws {
         // Requests not connected when a server stops are refused until the connect timeout.
-        try await withClient(connectTimeout: .milliseconds(200)) { client in
+        try await withErrorbusClient(connectTimeout: .milliseconds(200)) { client in
             var failed = 0
             for _ in 1...100 {
                 try await withThrowingTaskGroup { requests in
@@ -120,7 +107,7 @@ struct LoopbackHTTPServerTests {
             }
         }
         let stopped = try #require(port)
-        try await withClient { client in
+        try await withErrorbusClient { client in
             do throws(HTTPFailure) {
                 _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(stopped)/"), accepting: [.ok], deadline: .now() + .seconds(10))
                 Issue.record("a stopped server answered")
