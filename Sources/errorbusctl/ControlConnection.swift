@@ -58,6 +58,9 @@ enum ControlConnection {
             /// errorbusd cannot start with its configuration: it said so (78), or its last start
             /// under systemd exited with 78 (then errorbusctl exits 69: it is not running).
             case configurationUnusable
+            /// errorbusd runs but cannot open its store: a full file system, or another errorbusd
+            /// holding the state directory, which it waits for (1).
+            case storeUnavailable
 
             init(_ code: ExitCode) {
                 self =
@@ -103,7 +106,7 @@ enum ControlConnection {
                     ?? Failure(message: "errorbusd is not running (cannot connect to \(options.socket))", code: ExitStatus.notRunning)
             }
         } catch let error as VarlinkError {
-            throw Failure(message: message(for: error), code: exitCode(for: error))
+            throw Failure(message: message(for: error), code: exitCode(for: error), kind: Control.storeUnavailable.matches(error) ? .storeUnavailable : nil)
         } catch let error as VarlinkClientError where error.code == .connectionClosed {
             throw notRunning(units)
                 ?? Failure(

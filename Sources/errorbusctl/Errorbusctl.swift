@@ -20,7 +20,7 @@ struct Errorbusctl: AsyncParsableCommand {
             --json prints the daemon's reply as io.errorbus.Control defines it; watch prints one \
             JSON object per line. A command that fails prints instead, on standard output, one \
             object {"error": …, "reason": …} (error: failed, notFound, invalidArguments, notRunning, \
-            permissionDenied or configurationUnusable; reason: the line said without --json) and \
+            permissionDenied, configurationUnusable or storeUnavailable; reason: the line said without --json) and \
             exits with the status below. The interface with every type, method and error explained: \
             varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
             (systemd 255 and later) or, with any systemd, the Python reference client \

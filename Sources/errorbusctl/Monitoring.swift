@@ -22,7 +22,8 @@ struct HealthCommand: ControlCommand {
             and the monitoring-plugin exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (errorbusd \
             cannot be asked). The levels are errorbusd's health.* settings; the verdict is the one \
             of GetStatus and of systemctl status. A configuration errorbusd cannot use is CRITICAL, \
-            with its reason: errorbusd does not run, and nothing is delivered. For Nagios, Icinga, \
+            with its reason: errorbusd does not run, and nothing is delivered; so is a store errorbusd \
+            waits for (a full file system, another errorbusd holding it). For Nagios, Icinga, \
             Zabbix or a systemd timer as it is. JSON: the health part of io.errorbus.Control.GetStatus, \
             or {"error", "reason"} when errorbusd cannot be asked (the exit status as above).
             """
@@ -45,9 +46,9 @@ struct HealthCommand: ControlCommand {
         do {
             status = try await ControlConnection.withoutReport(options) { try await $0.call(Control.getStatus) }
         } catch let failure as ControlConnection.Failure {
-            // A configuration errorbusd cannot use is no unknown: it does not run, and the host
-            // delivers nothing until an administrator fixes it.
-            let critical = failure.kind == .configurationUnusable
+            // A configuration errorbusd cannot use, or a store it waits for, is no unknown: the
+            // host delivers nothing until an administrator fixes it or the cause passes.
+            let critical = failure.kind == .configurationUnusable || failure.kind == .storeUnavailable
             if options.json {
                 try Output.json(failure.object)
             } else {

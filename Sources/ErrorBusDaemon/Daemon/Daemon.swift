@@ -66,16 +66,11 @@ package struct Daemon: Sendable {
     package func run() async throws {
         let configuration = self.configuration
         try Self.prepareDirectories(configuration)
-        let store = try JobStore(directory: configuration.state.directory, logger: logger, version: ErrorBusVersion.current)
-        // What the last run left behind, if it ended without stopping (a crash, kill -9, a power
-        // loss): a stop queues its jobs again and ends its incidents itself.
-        let interrupted = try store.requeueInterrupted()
-        if interrupted > 0 {
-            logger.notice("\(IncidentReporter.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
-        }
-        IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
+        let activated = try SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName)
+        let wait = StoreWait(notifier: notifier, controlSocket: activated?.fileDescriptor, logger: logger)
+        guard let (store, lastIncident) = try await wait.untilOpen({ try await self.openStore() }) else { return }
         var busConfiguration = configuration.bus
-        busConfiguration.firstIncidentID = (try store.lastIncidentID() ?? 0) + 1
+        busConfiguration.firstIncidentID = (lastIncident ?? 0) + 1
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpConfiguration(configuration))
         do {
             let bus = ErrorBus(configuration: busConfiguration, logger: logger)
@@ -135,7 +130,7 @@ package struct Daemon: Sendable {
             let control = ControlServer(
                 control: controlService,
                 configuration: configuration.control,
-                activated: try SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName),
+                activated: activated,
                 listening: controlSocket,
                 logger: logger
             )
@@ -194,6 +189,25 @@ package struct Daemon: Sendable {
         }
         try await http.shutdown()
         logger.info("errorbusd stopped")
+    }
+
+    /// Opens the store and recovers what the last run left behind, if it ended without stopping
+    /// (a crash, kill -9, a power loss): a stop queues its jobs again and ends its incidents
+    /// itself. Returns the store and the last incident's number.
+    private func openStore() async throws -> (JobStore, UInt64?) {
+        let store = try JobStore(directory: configuration.state.directory, logger: logger, version: ErrorBusVersion.current)
+        do {
+            let interrupted = try store.requeueInterrupted()
+            if interrupted > 0 {
+                logger.notice("\(IncidentReporter.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
+            }
+            IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
+            return (store, try store.lastIncidentID())
+        } catch {
+            // Closed before a next try opens it again (a full disk that frees up).
+            try? await store.close()
+            throw error
+        }
     }
 
     /// Once every service has stopped: queues again what was cut off or held, ends the

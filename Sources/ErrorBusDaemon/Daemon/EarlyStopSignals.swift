@@ -30,6 +30,11 @@ package enum EarlyStopSignals {
     /// The signals the service group stops errorbusd on.
     private static let signals = [SIGTERM, SIGINT]
 
+    /// Whether SIGTERM or SIGINT arrived while held: a start that waits (``StoreWait``) stops.
+    package static var arrived: Bool {
+        received.load(ordering: .relaxed) != 0
+    }
+
     /// Remembers SIGTERM and SIGINT instead of ending the process, until the service group
     /// handles them. Call it first, before anything that may take time.
     package static func hold() throws(SystemCallError) {

@@ -17,9 +17,10 @@ extension VarlinkServer {
     /// once, over and over, until its start limit fails the socket unit.
     ///
     /// It blocks the calling thread: it is meant for the last moments of a process that is about
-    /// to exit. It accepts only what is already queued (it never waits for a new connection),
-    /// gives each connection `timeout` to send its call, and stops after `limit` connections, so
-    /// a client that connects and sends nothing costs at most `timeout`.
+    /// to exit, or for one that waits before it can serve (called again and again meanwhile). It
+    /// accepts only what is already queued (it never waits for a new connection), gives each
+    /// connection `timeout` to send its call, and stops after `limit` connections, so a client
+    /// that connects and sends nothing costs at most `timeout`.
     ///
     /// - Parameters:
     ///   - listeningSocket: A listening stream socket, e.g. one passed by socket activation. It is
