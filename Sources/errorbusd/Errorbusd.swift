@@ -76,7 +76,7 @@ struct Errorbusd: AsyncParsableCommand {
         if configReference == nil, downgradeStore == nil, !checkConfig {
             // First: until the service group handles SIGTERM and SIGINT, their default action
             // would end errorbusd at once, killed by the signal, its store left open.
-            try EarlyStopSignals.hold()
+            try EarlySignals.hold()
         }
         if let configReference {
             print(ConfigurationReference.text(configReference, date: Self.today()), terminator: "")

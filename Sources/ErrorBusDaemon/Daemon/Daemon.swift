@@ -137,7 +137,7 @@ package struct Daemon: Sendable {
             var supervision: [ServiceGroupConfiguration.ServiceConfiguration] = [
                 // A SIGTERM or SIGINT that arrived while errorbusd started, sent again now that the
                 // group handles them.
-                .init(service: EarlyStopSignals.Replay(logger: logger)),
+                .init(service: EarlySignals.Replay(logger: logger)),
                 .init(service: Readiness(
                     startedAt: startedAt,
                     bus: bus,

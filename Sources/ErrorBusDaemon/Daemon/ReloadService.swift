@@ -41,7 +41,13 @@ actor ReloadService: Service {
     }
 
     func run() async throws {
-        for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        // Trapped from here on; one that came while errorbusd started was held until now.
+        if EarlySignals.takeReload() {
+            logger.notice("SIGHUP arrived while errorbusd was starting: reloading")
+            try? await reload()
+        }
+        for await _ in hangups.cancelOnGracefulShutdown() {
             // A configuration that does not load is logged, and the running one kept.
             try? await reload()
         }

@@ -80,7 +80,7 @@ package struct StoreWait: Sendable {
                 let answer = Control.storeUnavailable.error(.init(reason: "\(reason) errorbusd waits for it and starts once it can."))
                 let next = ContinuousClock.now + interval
                 while ContinuousClock.now < next {
-                    if EarlyStopSignals.arrived {
+                    if EarlySignals.arrived {
                         logger.notice("Stopping while waiting for the store: errorbusd did not start")
                         return nil
                     }

@@ -98,6 +98,30 @@ extension Faults {
             try await sandbox.stop()
         }
 
+        /// A SIGHUP before the reload service traps it (here: while the start waits) is held, and
+        /// reloads once errorbusd runs; its default action ended errorbusd.
+        @Test func aSIGHUPWhileStartingReloadsOnceRunning() async throws {
+            let scratch = try ScratchDirectory("start-wait-hup")
+            let sandbox = try await SandboxProcess(in: scratch)
+            let daemon = try DaemonProcess(in: scratch, sandbox: sandbox)
+            let lock = try HeldLock(stateDirectory: daemon.stateDirectory)
+            do {
+                try daemon.launch()
+                try await daemon.waitForLog("errorbusd waits and tries again")
+                try daemon.signal(SIGHUP)
+                lock.release()
+                try await daemon.waitForLog("SIGHUP arrived while errorbusd was starting: reloading")
+                try await daemon.waitForLog("configuration reloaded")
+                let finished = try await daemon.stop()
+                #expect(finished.status == 0, "\(finished.standardError)")
+            } catch {
+                _ = try? await daemon.kill()
+                try? await sandbox.stop()
+                throw error
+            }
+            try await sandbox.stop()
+        }
+
         @Test(.enabled(if: Tmpfs.isAvailable, "mounting a tmpfs needs root"))
         func aFullStateDiskAtTheStartIsWaitedForAndTheQueueKept() async throws {
             try await Tmpfs.with(size: 40 << 20) { mountPoint in

@@ -6,7 +6,7 @@ package import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// SIGTERM and SIGINT while errorbusd starts, before the service group handles them.
+/// SIGTERM, SIGINT and SIGHUP while errorbusd starts, before the service group handles them.
 ///
 /// The service group stops errorbusd gracefully on either, but only from the moment it runs:
 /// its handling is a libdispatch signal source, which installs libdispatch's own `sigaction`
@@ -23,9 +23,17 @@ import Synchronization
 /// group's registration replaces it; the group starts its services only once its signal sources
 /// are registered, so when ``Replay`` (one of them) runs, the group handles the signals, and
 /// Replay sends the remembered one again: errorbusd stops as for a signal sent after the start.
-package enum EarlyStopSignals {
+///
+/// SIGHUP likewise: until ``ReloadService`` traps it, its default action ended errorbusd (a
+/// `systemctl reload` just after a start, a configuration tool's reload at each change). It is
+/// remembered, and the reload service reloads once for it (``takeReload()``): the configuration
+/// may have changed after errorbusd read it.
+package enum EarlySignals {
     /// The signal that arrived while held, or 0.
     private static let received = Atomic<CInt>(0)
+
+    /// Whether SIGHUP arrived while held.
+    private static let reloadAsked = Atomic<Bool>(false)
 
     /// The signals the service group stops errorbusd on.
     private static let signals = [SIGTERM, SIGINT]
@@ -35,19 +43,31 @@ package enum EarlyStopSignals {
         received.load(ordering: .relaxed) != 0
     }
 
-    /// Remembers SIGTERM and SIGINT instead of ending the process, until the service group
-    /// handles them. Call it first, before anything that may take time.
+    /// Whether SIGHUP arrived while held, and not since taken: the reload service calls it once it
+    /// traps SIGHUP itself, and reloads if so.
+    package static func takeReload() -> Bool {
+        reloadAsked.exchange(false, ordering: .relaxed)
+    }
+
+    /// Remembers SIGTERM, SIGINT and SIGHUP instead of ending the process, until the service
+    /// group and the reload service handle them. Call it first, before anything that may take
+    /// time.
     package static func hold() throws(SystemCallError) {
         // Initialized here, not in the handler: a signal handler may only touch memory that
         // needs no lock.
         received.store(0, ordering: .relaxed)
+        reloadAsked.store(false, ordering: .relaxed)
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
-            EarlyStopSignals.received.store(number, ordering: .relaxed)
+            if number == SIGHUP {
+                EarlySignals.reloadAsked.store(true, ordering: .relaxed)
+            } else {
+                EarlySignals.received.store(number, ordering: .relaxed)
+            }
         }
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART
-        for number in signals {
+        for number in signals + [SIGHUP] {
             try SystemCall.check("sigaction") { sigaction(number, &action, nil) }
         }
     }
@@ -67,7 +87,7 @@ package enum EarlyStopSignals {
         }
 
         package func run() async throws {
-            let number = EarlyStopSignals.received.exchange(0, ordering: .relaxed)
+            let number = EarlySignals.received.exchange(0, ordering: .relaxed)
             if number != 0 {
                 logger.notice("\(number == SIGINT ? "SIGINT" : "SIGTERM") arrived while errorbusd was starting: stopping")
                 try SystemCall.check("kill") { kill(getpid(), number) }
