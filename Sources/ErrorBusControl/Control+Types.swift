@@ -80,8 +80,9 @@ extension Control {
 
     /// One measure of delivery's health.
     public struct HealthCheck: Codable, Sendable, Equatable, VarlinkNamedType {
-        /// `oldest-job`, `parked`, `dead-letters`, `incident-age` or `free-space`: the key under
-        /// `health.` its levels are set with.
+        /// `oldest-job`, `parked`, `dead-letters`, `needs-operator`, `incident-age`,
+        /// `not-delivering`, `refused` or `free-space`: the key under `health.` its levels are set
+        /// with.
         public var name: String
         public var status: HealthStatus
         /// The measure, in `unit`.

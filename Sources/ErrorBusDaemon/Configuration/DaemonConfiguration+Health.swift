@@ -22,6 +22,8 @@ extension DaemonConfiguration {
         /// `health.dead-letters.*`: how many jobs were set aside as dead letters in the last hour.
         /// Default 1, 100.
         package var deadLetters: Levels<Int>
+        /// `health.needs-operator.*`: how many open incidents wait for an operator. Default 1, 1.
+        package var needsOperator: Levels<Int>
         /// `health.incident-age.*`: how long the oldest open incident has been open. Default
         /// 10 min, 1 h.
         package var incidentAge: Levels<Duration>
@@ -46,6 +48,7 @@ extension DaemonConfiguration {
             oldestJob: Levels<Duration> = Levels(warning: .seconds(15 * 60), critical: .seconds(3_600)),
             parked: Levels<Int> = Levels(warning: 1_000, critical: 10_000),
             deadLetters: Levels<Int> = Levels(warning: 1, critical: 100),
+            needsOperator: Levels<Int> = Levels(warning: 1, critical: 1),
             incidentAge: Levels<Duration> = Levels(warning: .seconds(10 * 60), critical: .seconds(3_600)),
             freeSpace: Levels<Int64> = Levels(warning: 1 << 30, critical: 100 << 20),
             freeSpacePercent: Levels<Int> = Levels(warning: 10, critical: 5),
@@ -55,6 +58,7 @@ extension DaemonConfiguration {
             self.oldestJob = oldestJob
             self.parked = parked
             self.deadLetters = deadLetters
+            self.needsOperator = needsOperator
             self.incidentAge = incidentAge
             self.freeSpace = freeSpace
             self.freeSpacePercent = freeSpacePercent

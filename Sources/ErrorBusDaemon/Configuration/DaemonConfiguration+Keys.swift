@@ -407,6 +407,10 @@ extension DaemonConfiguration.Health {
             "oldest-job": "How long the oldest file waiting for delivery has waited.",
             "parked": "How many jobs incidents hold (parked).",
             "dead-letters": "How many files were set aside as dead letters in the last hour (those given up since by the retention included).",
+            "needs-operator": """
+                How many open incidents wait for an operator (state needsOperator): nothing more happens to their work \
+                until someone retries or discards it, so one is critical by default.
+                """,
             "incident-age": "How long the oldest open incident has been open.",
             "free-space": """
                 The free space left for the state directory: a problem at or below. Each level is the lower of its size \
@@ -434,6 +438,8 @@ extension DaemonConfiguration.Health {
             .init("parked.critical", \.parked.critical, ValueType.integer(.atLeast(1)).orNone, ""),
             .init("dead-letters.warning", \.deadLetters.warning, ValueType.integer(.atLeast(1)).orNone, ""),
             .init("dead-letters.critical", \.deadLetters.critical, ValueType.integer(.atLeast(1)).orNone, ""),
+            .init("needs-operator.warning", \.needsOperator.warning, ValueType.integer(.atLeast(1)).orNone, ""),
+            .init("needs-operator.critical", \.needsOperator.critical, ValueType.integer(.atLeast(1)).orNone, ""),
             .init("incident-age.warning", \.incidentAge.warning, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("incident-age.critical", \.incidentAge.critical, ValueType.duration(.greaterThan(.zero)).orNone, ""),
             .init("free-space.warning", \.freeSpace.warning, ValueType.size(.atLeast(0)).orNone, ""),
@@ -449,6 +455,7 @@ extension DaemonConfiguration.Health {
             try ordered("oldest-job", health.oldestJob, DurationText.exact)
             try ordered("parked", health.parked) { "\($0)" }
             try ordered("dead-letters", health.deadLetters) { "\($0)" }
+            try ordered("needs-operator", health.needsOperator) { "\($0)" }
             try ordered("incident-age", health.incidentAge, DurationText.exact)
             try ordered("free-space", health.freeSpace, below: true, ByteCountText.exact)
             try ordered("free-space", health.freeSpacePercent, below: true, suffix: "-percent") { "\($0)" }

@@ -10,8 +10,8 @@ import Synchronization
 /// `STATUS=` line give, from the thresholds of `health.*`.
 ///
 /// Measures what an administrator's monitoring asks: how long the oldest job has waited, how
-/// many jobs incidents hold, how many dead letters the last hour made, how long the oldest open
-/// incident has been open, the free space left for the store, and how long work has waited while
+/// many jobs incidents hold, how many dead letters the last hour made, how many open incidents
+/// wait for an operator, how long the oldest open incident has been open, the free space left for the store, and how long work has waited while
 /// nothing was delivered. Each is asked of its owner (the store, the bus, the file system,
 /// sync) when a verdict is wanted; nothing is mirrored here.
 final class HealthMonitor: Sendable {
@@ -57,6 +57,8 @@ final class HealthMonitor: Sendable {
         var deadLettersLastHour: Int
         /// How long the oldest open incident has been open; `nil` when none is.
         var oldestIncident: Duration?
+        /// The open incidents that wait for an operator (`needsOperator`), oldest first.
+        var needingOperator: [NeedingOperator] = []
         /// Bytes free for the state directory; `nil` when it cannot be examined.
         var freeSpace: Int64?
         /// The size of the state directory's file system in bytes, which the free-space levels
@@ -71,6 +73,27 @@ final class HealthMonitor: Sendable {
         /// and that incident; 0 and `nil` while none paces.
         var refused = 0
         var pacing: IncidentID?
+    }
+
+    /// An open incident that waits for an operator.
+    struct NeedingOperator: Sendable, Equatable {
+        var id: IncidentID
+        var title: String
+    }
+
+    /// The open incidents of `snapshot` that wait for an operator, oldest first.
+    static func needingOperator(_ snapshot: BusSnapshot) -> [NeedingOperator] {
+        snapshot.incidents.filter { $0.state == .needsOperator }.sorted { $0.id < $1.id }.map { NeedingOperator(id: $0.id, title: $0.text.title) }
+    }
+
+    /// `1 incident needs an operator (incident 4: Credentials rejected)`,
+    /// `2 incidents need an operator (incidents 4, 7)`.
+    static func describe(_ needing: [NeedingOperator]) -> String {
+        switch needing.count {
+        case 0: "no incident needs an operator"
+        case 1: "1 incident needs an operator (incident \(needing[0].id): \(needing[0].title))"
+        default: "\(needing.count) incidents need an operator (incidents \(needing.map { "\($0.id)" }.joined(separator: ", ")))"
+        }
     }
 
     /// The percentage of its latest uploads the API of the incident that paces sync's uploads
@@ -97,6 +120,7 @@ final class HealthMonitor: Sendable {
         let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
         var measures = Measures(parked: parked, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         (measures.refused, measures.pacing) = Self.refused(snapshot)
+        measures.needingOperator = Self.needingOperator(snapshot)
         do {
             // The oldest job queued, or the oldest file left in the outbox for room, if older.
             let backlog = try store.backlog()
@@ -152,6 +176,14 @@ final class HealthMonitor: Sendable {
             levels.deadLetters.warning.map(Double.init),
             levels.deadLetters.critical.map(Double.init),
             text: "\(measures.deadLettersLastHour) dead letter\(measures.deadLettersLastHour == 1 ? "" : "s") in the last hour"
+        ))
+        checks.append(check(
+            "needs-operator",
+            Double(measures.needingOperator.count),
+            unit: "",
+            levels.needsOperator.warning.map(Double.init),
+            levels.needsOperator.critical.map(Double.init),
+            text: Self.describe(measures.needingOperator)
         ))
         checks.append(check(
             "incident-age",

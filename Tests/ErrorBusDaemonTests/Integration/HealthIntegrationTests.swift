@@ -79,6 +79,32 @@ struct HealthIntegrationTests {
         }
     }
 
+    /// An incident that waits for an operator (the token endpoint refuses errorbusd's
+    /// credentials) makes health CRITICAL, in its own check and gauge, until it is dealt with.
+    @Test func anIncidentThatNeedsAnOperatorIsCritical() async throws {
+        try await Daemon.withDaemon(beforeStart: { sandbox, _ in
+            try await sandbox.fault(#"{"route":"token","mode":"rejectCredentials"}"#)
+        }) { sandbox, daemon in
+            try daemon.drop("item-0.bin", content: Daemon.content(0))
+            try await daemon.waitForLog("needs an operator")
+            var health = try await Self.health(daemon)
+            #expect(health.status == 2, "\(health.standardOutput)")
+            #expect(
+                health.standardOutput.hasPrefix("ERRORBUSD CRITICAL - 1 incident needs an operator (incident 1: Credentials rejected) (critical from 1)"),
+                "\(health.standardOutput)"
+            )
+            #expect(health.standardOutput.contains(" needs_operator=1;1;1;0 "), "\(health.standardOutput)")
+            let metrics = try await Ctl.ctl(daemon, "metrics")
+            #expect(metrics.standardOutput.contains(try Regex(#"errorbus_health_check_value\{check="needs_operator"\} 1(\.0)?\n"#)), "\(metrics.standardOutput)")
+
+            // Given up by the operator: nothing waits for one any more.
+            #expect(try await Ctl.ctl(daemon, "discard", "1").status == 0)
+            health = try await Self.health(daemon)
+            #expect(health.standardOutput.contains(" needs_operator=0;1;1;0 "), "\(health.standardOutput)")
+            #expect(health.status == 0, "\(health.standardOutput)")
+        }
+    }
+
     @Test func healthIsUnknownWhenErrorbusdCannotBeAsked() async throws {
         let scratch = try ScratchDirectory("health")
         let finished = try await ChildProcess.run(Binaries.path("errorbusctl"), ["health", "--socket", scratch.file("none.socket")])

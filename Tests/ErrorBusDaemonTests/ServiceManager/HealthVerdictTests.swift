@@ -17,7 +17,7 @@ import Testing
         let health = HealthMonitor.evaluate(Self.healthy(), levels: Self.levels)
         #expect(health.status == .ok)
         #expect(health.summary == "no job waiting, 0 parked, no open incident")
-        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "incident-age", "not-delivering", "refused", "free-space"])
+        #expect(health.checks.map(\.name) == ["oldest-job", "parked", "dead-letters", "needs-operator", "incident-age", "not-delivering", "refused", "free-space"])
     }
 
     /// Work that waits while nothing is delivered is a warning within a minute, long before the
@@ -102,6 +102,30 @@ import Testing
         #expect(health.summary == "the API refused 31 % of the latest uploads (incident 3 paces them) (warning from 10 %)", "\(health.summary)")
         measures.refused = 90
         #expect(HealthMonitor.evaluate(measures, levels: Self.levels).status == .critical)
+    }
+
+    /// An incident that waits for an operator is critical at once by default: nothing more
+    /// happens to its work until someone acts.
+    @Test func anIncidentWaitingForAnOperatorIsCritical() throws {
+        var measures = Self.healthy()
+        let ok = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(try #require(ok.checks.first { $0.name == "needs-operator" }).text == "no incident needs an operator")
+        measures.needingOperator = [.init(id: IncidentID(rawValue: 4), title: "Credentials rejected")]
+        var health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.status == .critical)
+        #expect(health.summary == "1 incident needs an operator (incident 4: Credentials rejected) (critical from 1)", "\(health.summary)")
+        let check = try #require(health.checks.first { $0.name == "needs-operator" })
+        #expect(check.value == 1 && check.warning == 1 && check.critical == 1)
+
+        measures.needingOperator.append(.init(id: IncidentID(rawValue: 7), title: "Client certificate refused"))
+        health = HealthMonitor.evaluate(measures, levels: Self.levels)
+        #expect(health.summary == "2 incidents need an operator (incidents 4, 7) (critical from 1)", "\(health.summary)")
+
+        var levels = Self.levels
+        levels.needsOperator = .init(warning: 1, critical: 3)
+        #expect(HealthMonitor.evaluate(measures, levels: levels).status == .warning)
+        levels.needsOperator = .init(warning: nil, critical: nil)
+        #expect(HealthMonitor.evaluate(measures, levels: levels).status == .ok)
     }
 
     @Test func aLevelSetToNothingIsNotChecked() {
