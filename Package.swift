@@ -99,8 +99,9 @@ let package = Package(
             ]
         ),
         // How durations and byte counts are written, in operators' words, in columns and as the
-        // configuration reads them: for the bus, errorbusd, errorbusctl and the reference. No
-        // dependencies, no platform code.
+        // configuration reads them, and how a duration is read (the configuration, errorbusctl's
+        // --timeout): for the bus, errorbusd, errorbusctl and the reference. No dependencies, no
+        // platform code.
         .target(name: "ErrorBusUnits"),
         // A manual clock, a bus run for a test, its events, scripted probes and authenticators;
         // with the trait HTTP, a scripted HTTP server on the loopback interface (SwiftNIO).

@@ -1,5 +1,5 @@
 /// How durations are written in errorbusd's configuration, in the YAML file and in environment
-/// variables alike.
+/// variables alike, and on errorbusctl's command line (`--timeout`).
 ///
 /// - A bare number is seconds: `30`, `0.5`, `1_000`.
 /// - A number with a unit: `500ms`, `30s`, `5m`, `1h`, `1.5h`, `2d`; units are `ns`, `us` (`µs`),
@@ -9,12 +9,12 @@
 ///
 /// Negative durations do not exist here. Decimal numbers are exact: `0.1` is 100 ms, not the
 /// nearest binary fraction of it. `DurationText.exact` writes a duration back this way.
-enum DurationFormat {
+package enum DurationFormat {
     /// What the error messages say a duration looks like.
-    static let expectation = "a duration (seconds, or a number with a unit: 500ms, 30s, 5m, 1h)"
+    package static let expectation = "a duration (seconds, or a number with a unit: 500ms, 30s, 5m, 1h)"
 
     /// Parses `text`, or returns `nil` if it is not a duration.
-    static func parse(_ text: String) -> Duration? {
+    package static func parse(_ text: String) -> Duration? {
         let scalars = Array(text.unicodeScalars)
         var index = 0
         var total: Int128 = 0
