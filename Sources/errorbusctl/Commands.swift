@@ -1,5 +1,6 @@
 public import ArgumentParser
 import ErrorBusControl
+import ErrorBusUnits
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -96,14 +97,28 @@ struct Dead: ControlCommand {
 struct Watch: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Follow the bus's events live, after the open incidents.",
-        discussion: "JSON: one io.errorbus.Control.Event per line. Ends with Ctrl-C, or when errorbusd stops."
+        discussion: """
+            JSON: one io.errorbus.Control.Event per line. Ends with Ctrl-C, or when errorbusd stops. \
+            --timeout bounds the wait for the open incidents errorbusd tells first; events then come \
+            when they happen.
+            """
     )
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
         let output = Output()
-        try await ControlConnection.with(options) { client in
-            for try await event in try await client.stream(Control.watch, VarlinkEmpty()) {
+        try await ControlConnection.with(options, timeout: timeout) { client in
+            var events = try await client.stream(Control.watch, VarlinkEmpty()).makeAsyncIterator()
+            // The open incidents and `synchronized` come at once, each within the timeout; live
+            // events come when they happen.
+            var synchronized = false
+            while true {
+                let next =
+                    synchronized
+                    ? try await events.next()
+                    : try await Deadline.answer(within: timeout, socket: options.socket) { try await events.next() }
+                guard let event = next else { return }
+                synchronized = synchronized || event.kind == "synchronized"
                 if options.json {
                     try Output.json(event, compact: true)
                 } else {
@@ -151,9 +166,10 @@ struct TargetOptions: ParsableArguments {
 struct Retry: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Retry an incident now, a job, or every dead letter.",
-        discussion: "Needs root or the control group. JSON: {\"count\": N}."
+        discussion: "Needs root or the control group. JSON: {\"count\": N}. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
     @OptionGroup var target: TargetOptions
 
     func run() async throws {
@@ -164,9 +180,10 @@ struct Retry: ControlCommand {
 struct Discard: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Give up an incident (its parked jobs), a job, or every dead letter.",
-        discussion: "Needs root or the control group. A job being uploaded stops when its upload ends, unless that upload succeeds. JSON: {\"count\": N}, the jobs discarded, and \"running\": N, those of them that were being uploaded."
+        discussion: "Needs root or the control group. A job being uploaded stops when its upload ends, unless that upload succeeds. JSON: {\"count\": N}, the jobs discarded, and \"running\": N, those of them that were being uploaded. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
     @OptionGroup var target: TargetOptions
 
     func run() async throws {
@@ -180,9 +197,10 @@ struct Discard: ControlCommand {
 struct Cancel: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stop one parked job; it is discarded.",
-        discussion: "Needs root or the control group. JSON: {}."
+        discussion: "Needs root or the control group. JSON: {}. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
     @Argument(help: ArgumentHelp(TargetOptions.jobIDHelp)) var job: String
     @Option(help: "The job's service.") var service = "sync"
 
@@ -198,9 +216,10 @@ struct Cancel: ControlCommand {
 struct Pause: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pause a service: its new work parks until resume.",
-        discussion: "Needs root or the control group. JSON: {\"id\": N}, the incident holding it."
+        discussion: "Needs root or the control group. JSON: {\"id\": N}, the incident holding it. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
     @Argument(help: "sync, loader or auth.") var service: String
 
     func run() async throws {
@@ -211,9 +230,10 @@ struct Pause: ControlCommand {
 struct Resume: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resume a paused service.",
-        discussion: "Needs root or the control group. JSON: {\"count\": N}, the incidents resumed."
+        discussion: "Needs root or the control group. JSON: {\"count\": N}, the incidents resumed. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
     @Argument(help: "sync, loader or auth.") var service: String
 
     func run() async throws {
@@ -224,12 +244,13 @@ struct Resume: ControlCommand {
 struct Reauth: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Drop the access token and sign in again now.",
-        discussion: "Needs root or the control group. Exits 1 unless a new token is in place. JSON: {\"outcome\", \"message\"}."
+        discussion: "Needs root or the control group. Exits 1 unless a new token is in place. JSON: {\"outcome\", \"message\"}. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.signInTimeout }
 
     func run() async throws {
-        let reply = try await ControlConnection.with(options) { try await $0.call(Control.reauthenticate) }
+        let reply = try await ControlConnection.with(options, timeout: timeout) { try await $0.call(Control.reauthenticate) }
         if options.json {
             try Output.json(reply)
         } else {
@@ -242,9 +263,10 @@ struct Reauth: ControlCommand {
 struct Reload: ControlCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read the configuration again, as SIGHUP does.",
-        discussion: "Needs root or the control group. JSON: {}."
+        discussion: "Needs root or the control group. JSON: {}. \(waits(defaultTimeout))"
     )
     @OptionGroup var options: GlobalOptions
+    static var defaultTimeout: Duration { ControlConnection.actionTimeout }
 
     func run() async throws {
         try await call(Control.reload, VarlinkEmpty()) { _ in "configuration reloaded" }
@@ -256,9 +278,21 @@ struct Reload: ControlCommand {
 /// A command of errorbusctl: it talks to the control socket with the global options.
 protocol ControlCommand: AsyncParsableCommand {
     var options: GlobalOptions { get }
+    /// How long it waits for errorbusd unless `--timeout` says otherwise.
+    static var defaultTimeout: Duration { get }
 }
 
 extension ControlCommand {
+    static var defaultTimeout: Duration { ControlConnection.readTimeout }
+
+    /// How long it waits for errorbusd: to connect, and for each answer.
+    var timeout: Duration { options.timeout ?? Self.defaultTimeout }
+
+    /// What a command that changes something says of its wait, in its help.
+    static func waits(_ timeout: Duration) -> String {
+        "Waits \(DurationText.exact(timeout)) for errorbusd's answer unless --timeout says otherwise."
+    }
+
     /// Calls `method` and prints its reply: as JSON with `--json`, otherwise as `render` puts it.
     func call<Parameters, Reply>(
         _ method: VarlinkMethod<Parameters, Reply>,
@@ -266,7 +300,7 @@ extension ControlCommand {
         terminator: String = "\n",
         render: (Reply) -> String
     ) async throws {
-        let reply = try await ControlConnection.with(options) { try await $0.call(method, parameters) }
+        let reply = try await ControlConnection.with(options, timeout: timeout) { try await $0.call(method, parameters) }
         if options.json { return try Output.json(reply) }
         print(render(reply), terminator: terminator)
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ErrorBusControl
+import ErrorBusUnits
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -18,13 +19,25 @@ enum ControlConnection {
     /// Where errorbusd listens under systemd.
     static let defaultSocket = "/run/errorbusd/io.errorbus.Control"
 
+    /// How long a command that reads waits for errorbusd unless `--timeout` says otherwise: its
+    /// answers take milliseconds.
+    static let readTimeout = Duration.seconds(5)
+    /// How long a command that changes something waits: a retry or discard of every dead letter
+    /// changes as many jobs (up to `sync.dead-letters.max-count`) and removes their files.
+    static let actionTimeout = Duration.seconds(30)
+    /// How long `reauth` waits: a sign-in with the API, bounded by errorbusd's
+    /// `api.connect-timeout` and `api.request-timeout` (35 s by default).
+    static let signInTimeout = Duration.seconds(60)
+
     private static let logger = Logger(label: "errorbusctl", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Connects, runs `body`, and turns any failure into a message and an exit code: on standard
     /// error, or with `--json` as a JSON object on standard output (``Failure/object``).
-    static func with<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+    ///
+    /// - Parameter timeout: How long connecting, and each call's answer, may take.
+    static func with<Result>(_ options: GlobalOptions, timeout: Duration, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
         do {
-            return try await withoutReport(options, body)
+            return try await withoutReport(options, timeout: timeout, body)
         } catch let failure as Failure {
             throw report(failure, json: options.json)
         }
@@ -53,6 +66,8 @@ enum ControlConnection {
             case invalidArguments
             /// errorbusd does not run, or stopped without answering (69).
             case notRunning
+            /// errorbusd runs but did not answer within `--timeout` (75).
+            case timedOut
             /// Not allowed to open the socket or call the method (77).
             case permissionDenied
             /// errorbusd cannot start with its configuration: it said so (78), or its last start
@@ -68,6 +83,7 @@ enum ControlConnection {
                     case ExitStatus.notFound: .notFound
                     case ExitStatus.usage: .invalidArguments
                     case ExitStatus.notRunning: .notRunning
+                    case ExitStatus.timedOut: .timedOut
                     case ExitStatus.permissionDenied: .permissionDenied
                     case ExitStatus.configurationUnusable: .configurationUnusable
                     default: .failed
@@ -90,17 +106,30 @@ enum ControlConnection {
     /// Under systemd, a call on errorbusd's own socket is watched (``UnitWatch``): when the
     /// service's start fails while the call waits, or the socket does not answer at all, the
     /// failure says why errorbusd is not running (its unit's last result, errorbusd's own last
-    /// error in the journal) and exits 69 at once, instead of waiting out the call's 30 s timeout.
-    static func withoutReport<Result>(_ options: GlobalOptions, _ body: (VarlinkClient) async throws -> Result) async throws -> Result {
+    /// error in the journal) and exits 69 at once, instead of waiting out the call's timeout.
+    ///
+    /// A call errorbusd does not answer within `timeout` (it runs, but is stopped, hung or
+    /// overloaded) ends with ``timedOut(_:after:)``.
+    static func withoutReport<Result>(
+        _ options: GlobalOptions,
+        timeout: Duration,
+        _ body: (VarlinkClient) async throws -> Result
+    ) async throws -> Result {
         let units = SystemdUnits(socket: options.socket)
+        let configuration = VarlinkClient.Configuration(connectTimeout: timeout, callTimeout: timeout)
         do {
             return try await UnitWatch(units: units).whileWaiting {
-                try await VarlinkClient.withConnection(to: options.socket, logger: logger, body)
+                try await VarlinkClient.withConnection(to: options.socket, configuration: configuration, logger: logger, body)
             }
+        } catch let error as VarlinkClientError where error.code == .timeout {
+            throw timedOut(options.socket, after: timeout)
         } catch let error as VarlinkClientError where error.code == .connectFailed {
             switch error.errno {
             case EACCES, EPERM:
                 throw Failure(message: "cannot open \(options.socket): permission denied", code: ExitStatus.permissionDenied)
+            case EAGAIN:
+                // A listener that does not accept: its queue of connections is full.
+                throw timedOut(options.socket, after: timeout)
             default:
                 throw notRunning(units)
                     ?? Failure(message: "errorbusd is not running (cannot connect to \(options.socket))", code: ExitStatus.notRunning)
@@ -119,6 +148,14 @@ enum ControlConnection {
         } catch let failure as UnitWatch.Failed {
             throw Failure(message: failure.line, code: ExitStatus.notRunning, kind: failure.configurationUnusable ? .configurationUnusable : nil)
         }
+    }
+
+    /// errorbusd listens on `socket` but did not answer within `timeout`.
+    static func timedOut(_ socket: String, after timeout: Duration) -> Failure {
+        Failure(
+            message: "errorbusd did not answer on \(socket) within \(DurationText.exact(timeout)): it runs but does not answer (stopped, hung or overloaded); see journalctl -u errorbusd",
+            code: ExitStatus.timedOut
+        )
     }
 
     /// Why errorbusd is not running, in one line, when systemd can tell and it does not run.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ErrorBusControl
+import ErrorBusUnits
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,14 +21,22 @@ struct Errorbusctl: AsyncParsableCommand {
             --json prints the daemon's reply as io.errorbus.Control defines it; watch prints one \
             JSON object per line. A command that fails prints instead, on standard output, one \
             object {"error": …, "reason": …} (error: failed, notFound, invalidArguments, notRunning, \
-            permissionDenied, configurationUnusable or storeUnavailable; reason: the line said without --json) and \
-            exits with the status below. The interface with every type, method and error explained: \
+            timedOut, permissionDenied, configurationUnusable or storeUnavailable; reason: the line said \
+            without --json) and exits with the status below. The interface with every type, method and \
+            error explained: \
             varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
             (systemd 255 and later) or, with any systemd, the Python reference client \
             (pip install varlink): python3 -m varlink.cli help \
             unix:/run/errorbusd/io.errorbus.Control/io.errorbus.Control
 
-            health exits as a monitoring plugin does: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+            --timeout bounds every wait for errorbusd: connecting, and each answer. By default 5s \
+            for the commands that read (status, incidents, incident, jobs, dead, metrics, health, \
+            each refresh of top, and watch until it has the open incidents: then it waits for events \
+            as long as they take), 30s for those that change something (their help says so; reauth: \
+            60s, a sign-in with the API). A wait beyond it exits 75 (health: 3, UNKNOWN).
+
+            health exits as a monitoring plugin does: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (errorbusd \
+            cannot be asked, or did not answer within --timeout).
 
             Exit status:
               0   success
@@ -37,6 +46,8 @@ struct Errorbusctl: AsyncParsableCommand {
                   job's id starts with
               69  errorbusd is not running (nothing listens on the socket, or it stopped
                   without answering)
+              75  errorbusd did not answer within --timeout: it runs but does not answer
+                  (stopped, hung or overloaded)
               77  permission denied (socket or method)
               78  errorbusd cannot start: its configuration is unusable (the reason is
                   printed)
@@ -71,7 +82,7 @@ struct Errorbusctl: AsyncParsableCommand {
 
     /// Options of the root command whose value is the next argument: ours, and
     /// swift-argument-parser's own.
-    static let optionsWithValue: Set<String> = ["--socket", "--generate-completion-script"]
+    static let optionsWithValue: Set<String> = ["--socket", "--timeout", "--generate-completion-script"]
 
     /// The first argument that is neither an option (nor an option's value) nor a command's name:
     /// without this, the default command (status) would take it and print its own usage.
@@ -99,4 +110,22 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Print the daemon's reply as JSON.")
     var json = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How long to wait for errorbusd: to connect, and for each answer (500ms, 5s, 1m). Default: 5s to read, 30s to change something, 60s for reauth.",
+            valueName: "duration"
+        ),
+        transform: GlobalOptions.duration
+    )
+    var timeout: Duration?
+
+    /// A duration as errorbusd's configuration writes them (`500ms`, `5s`, `1m`), above zero.
+    static func duration(_ text: String) throws -> Duration {
+        guard let duration = DurationFormat.parse(text), duration > .zero else {
+            throw ValidationError("expected \(DurationFormat.expectation) above zero, got \"\(text)\"")
+        }
+        return duration
+    }
 }

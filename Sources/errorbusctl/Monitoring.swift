@@ -20,7 +20,7 @@ struct HealthCommand: ControlCommand {
         discussion: """
             One line, "ERRORBUSD OK - …" (WARNING, CRITICAL, UNKNOWN) with performance data, \
             and the monitoring-plugin exit status: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (errorbusd \
-            cannot be asked). The levels are errorbusd's health.* settings; the verdict is the one \
+            cannot be asked, or did not answer within --timeout, 5s by default). The levels are errorbusd's health.* settings; the verdict is the one \
             of GetStatus and of systemctl status. A configuration errorbusd cannot use is CRITICAL, \
             with its reason: errorbusd does not run, and nothing is delivered; so is a store errorbusd \
             waits for (a full file system, another errorbusd holding it). For Nagios, Icinga, \
@@ -44,7 +44,7 @@ struct HealthCommand: ControlCommand {
     func run() async throws {
         let status: Control.Status
         do {
-            status = try await ControlConnection.withoutReport(options) { try await $0.call(Control.getStatus) }
+            status = try await ControlConnection.withoutReport(options, timeout: timeout) { try await $0.call(Control.getStatus) }
         } catch let failure as ControlConnection.Failure {
             // A configuration errorbusd cannot use, or a store it waits for, is no unknown: the
             // host delivers nothing until an administrator fixes it or the cause passes.
@@ -98,7 +98,7 @@ struct Top: ControlCommand {
         discussion: """
             Redraws in place on a terminal until q or Ctrl-C; otherwise (output to a file or a \
             pipe) prints a block of plain lines per refresh. The rates are per second over the \
-            last refresh.
+            last refresh. --timeout bounds each refresh's answers.
             """
     )
     @OptionGroup var options: GlobalOptions
@@ -124,7 +124,7 @@ struct Top: ControlCommand {
     }
 
     private func watch(_ screen: Terminal?) async throws {
-        try await ControlConnection.withoutReport(options) { client in
+        try await ControlConnection.withoutReport(options, timeout: timeout) { client in
             var rates = TopRates()
             var refreshes = 0
             while true {

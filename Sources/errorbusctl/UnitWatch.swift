@@ -85,12 +85,12 @@ struct UnitWatch {
     #endif
 }
 
-/// The calling task, handed to the watch (``UnitWatch/whileWaiting(_:)``) to cancel. Unchecked,
-/// and backed by neither a lock nor copy-on-write: the one use of the value is `cancel()`, which
-/// a task allows from any thread, and the task it names outlives the watch (the caller awaits
-/// the group the watch runs in before it returns). The call cannot move into the group instead:
-/// it is a non-Sendable closure that must run in the caller's task.
-private struct UncheckedTransfer<Value>: @unchecked Sendable {
+/// The calling task, handed to the watch (``UnitWatch/whileWaiting(_:)``, ``Deadline``) to
+/// cancel. Unchecked, and backed by neither a lock nor copy-on-write: the one use of the value is
+/// `cancel()`, which a task allows from any thread, and the task it names outlives the watch (the
+/// caller awaits the group the watch runs in before it returns). The call cannot move into the
+/// group instead: it is a non-Sendable closure that must run in the caller's task.
+struct UncheckedTransfer<Value>: @unchecked Sendable {
     var value: Value
     init(_ value: Value) { self.value = value }
 }

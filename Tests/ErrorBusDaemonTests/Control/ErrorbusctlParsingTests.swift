@@ -44,6 +44,28 @@ import Varlink
         #expect(!status.options.json)
     }
 
+    /// --timeout in the configuration's durations, before or after the command's name; without
+    /// it, each command's own default: short to read, longer to act, longest to sign in.
+    @Test func timeoutIsADurationWithADefaultPerCommand() throws {
+        let status = try #require(try Errorbusctl.parseAsRoot(["status", "--timeout", "250ms"]) as? Status)
+        #expect(status.timeout == .milliseconds(250))
+        let before = try #require(try Errorbusctl.parseAsRoot(["--timeout", "1m30s", "retry", "1"]) as? Retry)
+        #expect(before.timeout == .seconds(90))
+        #expect(Errorbusctl.unknownCommand(in: ["--timeout", "2s", "status"]) == nil)
+        for bad in ["0", "soon", "-1s"] {
+            #expect(throws: (any Error).self, "\(bad)") { try Errorbusctl.parseAsRoot(["status", "--timeout", bad]) }
+        }
+
+        let defaults: [(String, Duration)] = [
+            ("status", .seconds(5)), ("health", .seconds(5)), ("watch", .seconds(5)), ("top", .seconds(5)), ("metrics", .seconds(5)),
+            ("retry 1", .seconds(30)), ("discard 1", .seconds(30)), ("reload", .seconds(30)), ("reauth", .seconds(60)),
+        ]
+        for (command, expected) in defaults {
+            let parsed = try #require(try Errorbusctl.parseAsRoot(command.split(separator: " ").map(String.init)) as? any ControlCommand)
+            #expect(parsed.timeout == expected, "\(command)")
+        }
+    }
+
     @Test func anUnknownCommandIsNamedNotTakenForStatus() {
         #expect(Errorbusctl.unknownCommand(in: ["bogus"]) == "bogus")
         #expect(Errorbusctl.unknownCommand(in: ["--json", "--socket", "/x", "bogus"]) == "bogus")

@@ -246,6 +246,47 @@ struct ControlIntegrationTests {
         }
     }
 
+    /// errorbusd stopped with SIGSTOP: its socket still accepts, nothing answers. errorbusctl
+    /// says so within --timeout (5 s by default) and exits 75, health UNKNOWN (3); a watch that
+    /// has its replay waits for events as long as they take.
+    @Test func aStoppedErrorbusdIsToldWithinTheTimeoutNotWaitedForForEver() async throws {
+        try await Daemon.withDaemon { sandbox, daemon in
+            let watcher = try ChildProcess(Binaries.path("errorbusctl"), ["watch", "--json", "--timeout", "1s", "--socket", daemon.controlSocket])
+            defer { watcher.terminate() }
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"synchronized""#))
+
+            try daemon.signal(SIGSTOP)
+            let line = "errorbusd did not answer on \(daemon.controlSocket) within 1s: it runs but does not answer (stopped, hung or overloaded); see journalctl -u errorbusd"
+            let asked = ContinuousClock.now
+            let status = try await Self.ctl(daemon, "status", "--timeout", "1s")
+            // Within the timeout, give or take starting a process on a busy machine: not the
+            // Varlink client's own 30 s.
+            #expect(asked.duration(to: .now) < .seconds(10))
+            #expect(status.status == 75, "\(status.standardError)")
+            #expect(status.standardError == "errorbusctl: \(line)\n")
+            let json = try await Self.ctl(daemon, "--json", "incidents", "--timeout", "1s")
+            #expect(json.status == 75)
+            let object = try JSONDecoder().decode([String: String].self, from: Data(json.standardOutput.utf8))
+            #expect(object == ["error": "timedOut", "reason": line])
+            let health = try await Self.ctl(daemon, "health", "--timeout", "1s")
+            #expect(health.status == 3)
+            #expect(health.standardOutput == "ERRORBUSD UNKNOWN - \(line)\n")
+            let watch = try await Self.ctl(daemon, "watch", "--timeout", "1s")
+            #expect(watch.status == 75)
+            #expect(watch.standardError == "errorbusctl: \(line)\n")
+            let defaulted = try await Self.ctl(daemon, "jobs")
+            #expect(defaulted.status == 75)
+            #expect(defaulted.standardError.contains("within 5s: it runs but does not answer"), "\(defaulted.standardError)")
+
+            // Meanwhile the watch that had its replay waited, well over a second, for events.
+            #expect(!watcher.hasExited)
+            try daemon.signal(SIGCONT)
+            try await Self.outage(sandbox, daemon, count: 1)
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentOpened""#))
+            #expect(try await Self.ctl(daemon, "status", "--timeout", "1s").status == 0)
+        }
+    }
+
     @Test func aNonMemberCanReadButMayNotRetry() async throws {
         try await Daemon.withDaemon { sandbox, daemon in
             // Let uid 65534 reach the socket: mkdtemp made the directory 0700.
