@@ -202,7 +202,7 @@ public enum Control {
                 members: [
                     .type(ServiceStatus.self, documentation: "One service of errorbusd."),
                     .type(Health.self, documentation: "Whether delivery is healthy by the thresholds of health.*, and why not;\nerrorbusctl health and the STATUS= line give the same verdict."),
-                    .type(HealthCheck.self, documentation: "One measure of delivery's health: oldest-job, parked, dead-letters (in the last\nhour), needs-operator, incident-age, not-delivering, refused or free-space (a\nproblem at or below its levels)."),
+                    .type(HealthCheck.self, documentation: "One measure of delivery's health: oldest-job, parked, dead-letters (waiting for an\noperator), needs-operator, incident-age, not-delivering, refused or free-space\n(a problem at or below its levels)."),
                     .type(Backlog.self, documentation: "The files waiting for delivery (queued, uploading, or held by an incident), and\nthe limits of sync.backlog."),
                     .type(Scope.self, documentation: "One scope's adaptive concurrency: how many of its jobs may run at once, run,\nand wait."),
                     .type(Incident.self, documentation: "An incident: one cause, its failures and the work it holds back."),

@@ -77,17 +77,6 @@ extension JobStore {
         }
     }
 
-    /// How many jobs were set aside as dead letters since `date` (and are still dead letters).
-    package func deadLetters(since date: Date) throws(StoreError) -> Int {
-        try read("counting recent dead letters") { db in
-            try Int.fetchOne(
-                db,
-                sql: "SELECT COUNT(*) FROM job INDEXED BY job_dead_letter_age WHERE state = 'deadLettered' AND updatedAt >= ?",
-                arguments: [date.storeMilliseconds]
-            ) ?? 0
-        }
-    }
-
     /// What ``pruneDeadLetters(keeping:before:)`` gave up.
     package struct DeadLetterPrune: Sendable, Equatable {
         /// Dead letters over the count limit, oldest first.

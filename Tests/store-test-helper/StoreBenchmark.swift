@@ -106,7 +106,7 @@ struct StoreBenchmark {
     }
 
     /// The limits at 100,000 dead letters: the table full as `sync.dead-letters.max-count`
-    /// allows ten times over, what a retention pass, the health check and the backlog cost there.
+    /// allows ten times over, what a retention pass and the backlog cost there.
     private func deadLetters(_ durability: StoreDurability, logger: Logger) async throws {
         let directory = self.directory + "/dead-letters-" + (durability == .processCrash ? "process-crash" : "power-loss")
         try? FileManager.default.removeItem(atPath: directory)
@@ -125,8 +125,6 @@ struct StoreBenchmark {
         let ninetyDaysAgo = Date().addingTimeInterval(-90 * 86_400)
         let idle = try clock.measure { _ = try store.pruneDeadLetters(keeping: Self.jobs, before: ninetyDaysAgo) }
         Output.line("pruneDeadLetters, \(Self.jobs) dead letters, none beyond the limits (a periodic pass): \(micro(idle)) µs")
-        let lastHour = try clock.measure { _ = try store.deadLetters(since: Date().addingTimeInterval(-3_600)) }
-        Output.line("deadLetters(since: an hour ago), all \(Self.jobs) in it (the health check): \(milli(lastHour)) ms")
         let backlog = try clock.measure { _ = try store.backlog() }
         Output.line("backlog(), \(Self.jobs) dead letters and no job waiting: \(micro(backlog)) µs")
         let one = try clock.measure { _ = try store.pruneDeadLetters(keeping: Self.jobs - 1, before: ninetyDaysAgo) }

@@ -19,8 +19,8 @@ extension DaemonConfiguration {
         package var oldestJob: Levels<Duration>
         /// `health.parked.*`: how many jobs incidents hold. Default 1,000, 10,000.
         package var parked: Levels<Int>
-        /// `health.dead-letters.*`: how many jobs were set aside as dead letters in the last hour.
-        /// Default 1, 100.
+        /// `health.dead-letters.*`: how many files wait as dead letters for an operator (those
+        /// the store keeps now). Default 1, 100.
         package var deadLetters: Levels<Int>
         /// `health.needs-operator.*`: how many open incidents wait for an operator. Default 1, 1.
         package var needsOperator: Levels<Int>

@@ -406,7 +406,11 @@ extension DaemonConfiguration.Health {
         subsections: [
             "oldest-job": "How long the oldest file waiting for delivery has waited.",
             "parked": "How many jobs incidents hold (parked).",
-            "dead-letters": "How many files were set aside as dead letters in the last hour (those given up since by the retention included).",
+            "dead-letters": """
+                How many files wait as dead letters for an operator: those the store keeps now, as \
+                errorbus_jobs{service="sync",state="dead_lettered"} counts them. errorbusctl retry --dead-letters or \
+                discard --dead-letters clears it at once.
+                """,
             "needs-operator": """
                 How many open incidents wait for an operator (state needsOperator): nothing more happens to their work \
                 until someone retries or discards it, so one is critical by default.

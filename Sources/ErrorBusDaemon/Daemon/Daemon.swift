@@ -97,7 +97,6 @@ package struct Daemon: Sendable {
                 bus: bus,
                 stateDirectory: configuration.state.directory,
                 overflow: sync.overflow,
-                deadLetters: sync.deadLetterWindow,
                 progress: sync.progress
             )
             let reload = ReloadService(

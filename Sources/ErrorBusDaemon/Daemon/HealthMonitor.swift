@@ -10,7 +10,7 @@ import Synchronization
 /// `STATUS=` line give, from the thresholds of `health.*`.
 ///
 /// Measures what an administrator's monitoring asks: how long the oldest job has waited, how
-/// many jobs incidents hold, how many dead letters the last hour made, how many open incidents
+/// many jobs incidents hold, how many dead letters wait for an operator, how many open incidents
 /// wait for an operator, how long the oldest open incident has been open, the free space left for the store, and how long work has waited while
 /// nothing was delivered. Each is asked of its owner (the store, the bus, the file system,
 /// sync) when a verdict is wanted; nothing is mirrored here.
@@ -21,8 +21,6 @@ final class HealthMonitor: Sendable {
     private let levels: Mutex<DaemonConfiguration.Health>
     /// Files waiting in the outbox for room in the backlog: they wait too.
     private let overflow: BacklogOverflow
-    /// The dead letters set aside in the last hour, those since given up included.
-    private let deadLetters: DeadLetterWindow
     /// The last delivery.
     private let progress: DeliveryProgress
 
@@ -32,7 +30,6 @@ final class HealthMonitor: Sendable {
         bus: ErrorBus,
         stateDirectory: String,
         overflow: BacklogOverflow,
-        deadLetters: DeadLetterWindow,
         progress: DeliveryProgress
     ) {
         self.levels = Mutex(levels)
@@ -40,7 +37,6 @@ final class HealthMonitor: Sendable {
         self.bus = bus
         self.stateDirectory = stateDirectory
         self.overflow = overflow
-        self.deadLetters = deadLetters
         self.progress = progress
     }
 
@@ -54,7 +50,8 @@ final class HealthMonitor: Sendable {
         /// How long the oldest job waiting for delivery has waited; `nil` when none waits.
         var oldestJob: Duration?
         var parked: Int
-        var deadLettersLastHour: Int
+        /// How many of sync's dead letters the store keeps: they wait for an operator.
+        var deadLetters: Int
         /// How long the oldest open incident has been open; `nil` when none is.
         var oldestIncident: Duration?
         /// The open incidents that wait for an operator (`needsOperator`), oldest first.
@@ -118,7 +115,7 @@ final class HealthMonitor: Sendable {
         // Every job held back, counted as status and the job gauges count it: those the bus holds
         // (parked, or waiting for the retry budget), and the queue an incident holds back.
         let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
-        var measures = Measures(parked: parked, deadLettersLastHour: 0, oldestIncident: snapshot.incidents.map(\.age).max())
+        var measures = Measures(parked: parked, deadLetters: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         (measures.refused, measures.pacing) = Self.refused(snapshot)
         measures.needingOperator = Self.needingOperator(snapshot)
         do {
@@ -131,12 +128,9 @@ final class HealthMonitor: Sendable {
                 let since = max(progress.lastDelivery, oldest)
                 measures.notDelivering = Duration.seconds(max(0, now.timeIntervalSince(since)))
             }
-            // Those sync set aside since it started, or those the store keeps, whichever is more:
-            // the retention may have given some up, and a restart forgets the count.
-            measures.deadLettersLastHour = max(
-                deadLetters.count(at: now),
-                try store.deadLetters(since: now.addingTimeInterval(-DeadLetterWindow.span))
-            )
+            // Those the store keeps now, as errorbus_jobs counts them: a retry or a discard of
+            // them clears the check at once.
+            measures.deadLetters = try store.pendingCounts()[SyncService.service]?.deadLettered ?? 0
         } catch {
             problems.append(Control.HealthCheck(name: "store", status: .critical, value: 0, unit: "", warning: nil, critical: nil, text: "the store cannot be read: \(error)"))
         }
@@ -171,11 +165,13 @@ final class HealthMonitor: Sendable {
         ))
         checks.append(check(
             "dead-letters",
-            Double(measures.deadLettersLastHour),
+            Double(measures.deadLetters),
             unit: "",
             levels.deadLetters.warning.map(Double.init),
             levels.deadLetters.critical.map(Double.init),
-            text: "\(measures.deadLettersLastHour) dead letter\(measures.deadLettersLastHour == 1 ? "" : "s") in the last hour"
+            text: measures.deadLetters == 0
+                ? "no dead letter"
+                : "\(IncidentReporter.count(measures.deadLetters, "dead letter")) wait\(measures.deadLetters == 1 ? "s" : "") for an operator"
         ))
         checks.append(check(
             "needs-operator",

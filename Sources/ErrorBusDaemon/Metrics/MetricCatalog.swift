@@ -41,7 +41,7 @@ package enum MetricCatalog {
         .init(name: "errorbus_concurrency_waiting", kind: .gauge, help: "Jobs of a scope waiting for a free slot."),
         // Health: what errorbusctl health says.
         .init(name: "errorbus_health_status", kind: .gauge, help: "The health verdict: 0 OK, 1 WARNING, 2 CRITICAL."),
-        .init(name: "errorbus_health_check_value", kind: .gauge, help: "Each health check's measure (seconds, jobs, dead letters in the last hour, or bytes)."),
+        .init(name: "errorbus_health_check_value", kind: .gauge, help: "Each health check's measure (seconds, jobs, dead letters waiting, incidents, a percentage, or bytes)."),
         .init(name: "errorbus_health_check_status", kind: .gauge, help: "Each health check's status: 0 OK, 1 WARNING, 2 CRITICAL."),
         .init(name: "errorbus_health_check_threshold", kind: .gauge, help: "Each health check's warning and critical levels (health.*); absent when unset."),
         // The process.

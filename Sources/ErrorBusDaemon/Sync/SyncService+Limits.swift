@@ -89,9 +89,8 @@ extension SyncService {
     }
 
     /// What every dead letter sync records is told: the journal's line per file (info: the
-    /// incident's entries tell the story) and the health check's hour.
+    /// incident's entries tell the story).
     func setAside(_ fileNames: [String], _ reason: String) {
-        deadLetterWindow.record(fileNames.count, at: wallClock.now())
         for fileName in fileNames { logger.info("\(fileName) set aside as a dead letter: \(reason)") }
     }
 

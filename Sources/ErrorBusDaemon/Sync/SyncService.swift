@@ -96,8 +96,6 @@ actor SyncService: Service {
     /// The overflow of the backlog under way and the files it left in the outbox, shared with the
     /// ingest.
     let overflow: BacklogOverflow
-    /// When jobs were set aside as dead letters in the last hour, for the health check.
-    let deadLetterWindow = DeadLetterWindow()
     /// When a file was last delivered, for the health check.
     let progress = DeliveryProgress()
     /// When the retention is applied next, and what of it the journal has yet to hear.

@@ -52,10 +52,17 @@ struct HealthIntegrationTests {
             try await daemon.waitForLog("set aside as a dead letter: ")
             health = try await Self.health(daemon)
             #expect(health.status == 2, "\(health.standardOutput)")
-            #expect(health.standardOutput.hasPrefix("ERRORBUSD CRITICAL - 1 dead letter in the last hour (critical from 1)"))
+            #expect(health.standardOutput.hasPrefix("ERRORBUSD CRITICAL - 1 dead letter waits for an operator (critical from 1)"), "\(health.standardOutput)")
 
             let json = try Ctl.json(Control.Health.self, try await Ctl.ctl(daemon, "health", "--json"), expectedStatus: 2)
             #expect(json.status == .critical)
+
+            // The operator gives it up: no dead letter waits, and health says so at once, not an
+            // hour later.
+            #expect(try await Ctl.ctl(daemon, "discard", "--dead-letters").status == 0)
+            health = try await Self.health(daemon)
+            #expect(health.status == 0, "\(health.standardOutput)")
+            #expect(health.standardOutput.contains(" dead_letters=0;1;1;0 "), "\(health.standardOutput)")
         }
     }
 

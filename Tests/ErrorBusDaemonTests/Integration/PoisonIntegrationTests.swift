@@ -143,7 +143,7 @@ struct PoisonIntegrationTests {
             // Health says what is wrong.
             let health = try await ControlIntegrationTests.ctl(daemon, "health")
             #expect(health.status == 1, "\(health.standardOutput)")
-            #expect(health.standardOutput.contains("1 dead letter in the last hour"), "\(health.standardOutput)")
+            #expect(health.standardOutput.contains("1 dead letter waits for an operator"), "\(health.standardOutput)")
             let status = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
             #expect(status.services.first { $0.name == "sync" }?.state == .running)
         }

@@ -10,7 +10,7 @@ import Testing
     static let levels = DaemonConfiguration.Health()
 
     static func healthy() -> Measures {
-        Measures(oldestJob: nil, parked: 0, deadLettersLastHour: 0, oldestIncident: nil, freeSpace: 50 << 30)
+        Measures(oldestJob: nil, parked: 0, deadLetters: 0, oldestIncident: nil, freeSpace: 50 << 30)
     }
 
     @Test func nothingWrongIsOK() {
@@ -43,10 +43,10 @@ import Testing
         #expect(health.status == .warning)
         #expect(health.summary == "oldest job waiting 20 min (warning from 15m)")
 
-        measures.deadLettersLastHour = 100
+        measures.deadLetters = 100
         health = HealthMonitor.evaluate(measures, levels: Self.levels)
         #expect(health.status == .critical)
-        #expect(health.summary == "100 dead letters in the last hour (critical from 100); oldest job waiting 20 min (warning from 15m)")
+        #expect(health.summary == "100 dead letters wait for an operator (critical from 100); oldest job waiting 20 min (warning from 15m)")
 
         measures = Self.healthy()
         measures.freeSpace = 500 << 20
