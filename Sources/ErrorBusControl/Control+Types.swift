@@ -121,11 +121,23 @@ extension Control {
         public var overflow: String
         /// Outbox files left untaken for want of room (`reject-new`).
         public var rejectedFiles: Int
+        /// Outbox files the store refused to queue (its disk is full, it is read-only): how many,
+        /// their bytes, when it first refused the one refused longest ago, and why it last did;
+        /// none while it takes every file.
+        public var unqueuedFiles: Int?
+        public var unqueuedBytes: Int?
+        public var oldestUnqueuedAt: String?
+        public var unqueuedReason: String?
 
         public init(
             files: Int, bytes: Int, oldestQueuedAt: String? = nil, maxFiles: Int? = nil, maxBytes: Int? = nil,
-            overflow: String = "reject-new", rejectedFiles: Int = 0
+            overflow: String = "reject-new", rejectedFiles: Int = 0, unqueuedFiles: Int? = nil, unqueuedBytes: Int? = nil,
+            oldestUnqueuedAt: String? = nil, unqueuedReason: String? = nil
         ) {
+            self.unqueuedFiles = unqueuedFiles
+            self.unqueuedBytes = unqueuedBytes
+            self.oldestUnqueuedAt = oldestUnqueuedAt
+            self.unqueuedReason = unqueuedReason
             self.files = files
             self.bytes = bytes
             self.oldestQueuedAt = oldestQueuedAt

@@ -203,7 +203,7 @@ public enum Control {
                     .type(ServiceStatus.self, documentation: "One service of errorbusd."),
                     .type(Health.self, documentation: "Whether delivery is healthy by the thresholds of health.*, and why not;\nerrorbusctl health and the STATUS= line give the same verdict."),
                     .type(HealthCheck.self, documentation: "One measure of delivery's health: oldest-job, parked, dead-letters (waiting for an\noperator), needs-operator, incident-age, not-delivering, refused or free-space\n(a problem at or below its levels)."),
-                    .type(Backlog.self, documentation: "The files waiting for delivery (queued, uploading, or held by an incident), and\nthe limits of sync.backlog."),
+                    .type(Backlog.self, documentation: "The files waiting for delivery (queued, uploading, or held by an incident), and\nthe limits of sync.backlog; apart, those left in the outbox for room\n(rejectedFiles) and those the store refused to queue (unqueued*)."),
                     .type(Scope.self, documentation: "One scope's adaptive concurrency: how many of its jobs may run at once, run,\nand wait."),
                     .type(Incident.self, documentation: "An incident: one cause, its failures and the work it holds back."),
                     .type(Job.self, documentation: "A job of the store (an outbox file of sync)."),

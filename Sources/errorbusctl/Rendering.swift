@@ -90,6 +90,10 @@ extension Output {
         let limits = [backlog.maxFiles.map { "\($0) files" }, backlog.maxBytes.map { Self.bytes($0) }].compactMap { $0 }
         if !limits.isEmpty { text += "; at most \(limits.joined(separator: " and ")) (\(backlog.overflow))" }
         if backlog.rejectedFiles > 0 { text += paint("; \(backlog.rejectedFiles) new files wait in the outbox for room", .warning) }
+        if let unqueued = backlog.unqueuedFiles, unqueued > 0 {
+            let what = unqueued == 1 ? "1 file" : "\(unqueued) files"
+            text += paint("; \(what) could not be queued: \(backlog.unqueuedReason ?? "the store refused them")", .bad)
+        }
         return text
     }
 

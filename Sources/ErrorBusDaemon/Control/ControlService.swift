@@ -149,6 +149,7 @@ struct ControlService: Sendable {
             pending: pending,
             heldQueue: heldQueue,
             backlog: backlog,
+            unqueued: sync.unqueued.summary,
             unreadableFiles: await sync.unreadableFiles.count,
             services: Self.services
         ))
@@ -209,6 +210,7 @@ struct ControlService: Sendable {
             Control.UnreadableFile(file: $0.name, reason: $0.reason, since: ControlTime.format($0.since))
         }
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
+        let unqueued = sync.unqueued.summary
         let limits = await sync.limits
         let health = self.health.report(snapshot, heldQueue: heldQueue, now: now)
         return Control.Status(
@@ -229,7 +231,11 @@ struct ControlService: Sendable {
                 maxFiles: limits.backlog.maxFiles,
                 maxBytes: limits.backlog.maxBytes.map { Int($0) },
                 overflow: limits.backlog.overflow.rawValue,
-                rejectedFiles: limits.rejectedFiles
+                rejectedFiles: limits.rejectedFiles,
+                unqueuedFiles: unqueued.files > 0 ? unqueued.files : nil,
+                unqueuedBytes: unqueued.files > 0 ? Int(unqueued.bytes) : nil,
+                oldestUnqueuedAt: unqueued.oldest.map(ControlTime.format),
+                unqueuedReason: unqueued.files > 0 ? unqueued.reason : nil
             ),
             scopes: snapshot.concurrency.map { Control.Scope(scope: $0.scope, limit: $0.limit, inFlight: $0.inFlight, waiting: $0.waiting) },
             classify: limits.classify.map(\.description)

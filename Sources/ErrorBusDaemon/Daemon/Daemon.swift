@@ -97,6 +97,7 @@ package struct Daemon: Sendable {
                 bus: bus,
                 stateDirectory: configuration.state.directory,
                 overflow: sync.overflow,
+                unqueued: sync.unqueued,
                 progress: sync.progress
             )
             let reload = ReloadService(

@@ -21,6 +21,8 @@ final class HealthMonitor: Sendable {
     private let levels: Mutex<DaemonConfiguration.Health>
     /// Files waiting in the outbox for room in the backlog: they wait too.
     private let overflow: BacklogOverflow
+    /// Files the store refused to queue: they wait too.
+    private let unqueued: UnqueuedFiles
     /// The last delivery.
     private let progress: DeliveryProgress
 
@@ -30,6 +32,7 @@ final class HealthMonitor: Sendable {
         bus: ErrorBus,
         stateDirectory: String,
         overflow: BacklogOverflow,
+        unqueued: UnqueuedFiles,
         progress: DeliveryProgress
     ) {
         self.levels = Mutex(levels)
@@ -37,6 +40,7 @@ final class HealthMonitor: Sendable {
         self.bus = bus
         self.stateDirectory = stateDirectory
         self.overflow = overflow
+        self.unqueued = unqueued
         self.progress = progress
     }
 
@@ -64,7 +68,8 @@ final class HealthMonitor: Sendable {
         /// How long work has waited while nothing was delivered: since the last delivery (or the
         /// start), or since the oldest waiting job arrived if later; `nil` when nothing waits.
         var notDelivering: Duration?
-        /// How many jobs wait for delivery (files left in the outbox for room included).
+        /// How many jobs wait for delivery (files left in the outbox for room, and those the store
+        /// refused to queue, included).
         var waiting = 0
         /// While an incident paces uploads, the percentage of the latest ones its API refused,
         /// and that incident; 0 and `nil` while none paces.
@@ -118,21 +123,26 @@ final class HealthMonitor: Sendable {
         var measures = Measures(parked: parked, deadLetters: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         (measures.refused, measures.pacing) = Self.refused(snapshot)
         measures.needingOperator = Self.needingOperator(snapshot)
+        // The files the store does not know yet wait too: those left in the outbox for room, and
+        // those it refused to queue (counted even when it cannot be read).
+        let notQueued = unqueued.summary
+        var arrivals = [overflow.oldestWaitingForRoom, notQueued.oldest].compactMap { $0 }
+        measures.waiting = overflow.waitingForRoom + notQueued.files
         do {
-            // The oldest job queued, or the oldest file left in the outbox for room, if older.
+            // The oldest job queued, if older.
             let backlog = try store.backlog()
-            let arrivals = [backlog.oldest, overflow.oldestWaitingForRoom].compactMap { $0 }
-            measures.oldestJob = arrivals.min().map { Duration.seconds(max(0, now.timeIntervalSince($0))) }
-            measures.waiting = backlog.jobs + overflow.waitingForRoom
-            if let oldest = arrivals.min() {
-                let since = max(progress.lastDelivery, oldest)
-                measures.notDelivering = Duration.seconds(max(0, now.timeIntervalSince(since)))
-            }
+            arrivals += [backlog.oldest].compactMap { $0 }
+            measures.waiting += backlog.jobs
             // Those the store keeps now, as errorbus_jobs counts them: a retry or a discard of
             // them clears the check at once.
             measures.deadLetters = try store.pendingCounts()[SyncService.service]?.deadLettered ?? 0
         } catch {
             problems.append(Control.HealthCheck(name: "store", status: .critical, value: 0, unit: "", warning: nil, critical: nil, text: "the store cannot be read: \(error)"))
+        }
+        if let oldest = arrivals.min() {
+            measures.oldestJob = Duration.seconds(max(0, now.timeIntervalSince(oldest)))
+            let since = max(progress.lastDelivery, oldest)
+            measures.notDelivering = Duration.seconds(max(0, now.timeIntervalSince(since)))
         }
         if let info = try? SystemCall.statvfs(stateDirectory) {
             measures.freeSpace = Int64(info.f_bavail) * Int64(info.f_frsize)

@@ -26,10 +26,11 @@ package enum MetricCatalog {
         .init(name: "errorbus_sync_dead_letters_pruned_total", kind: .counter, help: "Dead letters given up and their files removed, by the sync.dead-letters limit that pruned them."),
         .init(name: "errorbus_sync_delivery_delay_seconds", kind: .histogram, help: "Time from a file's arrival in the outbox to its delivery."),
         .init(name: "errorbus_sync_delivery_attempts", kind: .histogram, help: "Upload attempts a delivered file took."),
-        .init(name: "errorbus_sync_backlog_files", kind: .gauge, help: "Outbox files waiting for delivery."),
-        .init(name: "errorbus_sync_backlog_bytes", kind: .gauge, help: "Bytes of the outbox files waiting for delivery."),
+        .init(name: "errorbus_sync_backlog_files", kind: .gauge, help: "Outbox files waiting for delivery (those the store could not queue included)."),
+        .init(name: "errorbus_sync_backlog_bytes", kind: .gauge, help: "Bytes of the outbox files waiting for delivery (those the store could not queue included)."),
         .init(name: "errorbus_sync_backlog_oldest_age_seconds", kind: .gauge, help: "How long the oldest file waiting for delivery has waited; 0 when none waits."),
         .init(name: "errorbus_sync_unreadable_files", kind: .gauge, help: "Outbox files sync cannot read (permissions, a directory, a broken link)."),
+        .init(name: "errorbus_sync_unqueued_files", kind: .gauge, help: "Outbox files the store could not queue (its disk full, read-only or failing); 0 once they are queued."),
         // What the host keeps and the bus holds.
         .init(name: "errorbus_jobs", kind: .gauge, help: "Jobs the host keeps, by service and state (queued, in_flight, parked, dead_lettered)."),
         .init(name: "errorbus_incidents_open", kind: .gauge, help: "Open incidents, by service, category and scope."),

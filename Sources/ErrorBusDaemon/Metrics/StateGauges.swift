@@ -24,17 +24,23 @@ final class StateGauges: Sendable {
         /// The queued jobs an incident holds back: parked, not queued.
         var heldQueue: HeldQueue? = nil
         var backlog: JobStore.Backlog
+        /// The outbox files the store refused to queue: they wait as the backlog's do.
+        var unqueued = UnqueuedFiles.Summary()
         var unreadableFiles: Int
         var services: [String]
     }
 
     func update(_ state: State, now: Date = Date()) {
         let snapshot = state.snapshot
-        // The files waiting for delivery: how many, their bytes, and how long the oldest waited.
-        Gauge(label: "errorbus_sync_backlog_files").record(state.backlog.jobs)
-        Gauge(label: "errorbus_sync_backlog_bytes").record(state.backlog.bytes)
-        Gauge(label: "errorbus_sync_backlog_oldest_age_seconds").record(state.backlog.oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+        // The files waiting for delivery: how many, their bytes, and how long the oldest waited;
+        // those the store refused to queue included.
+        let unqueued = state.unqueued
+        let oldest = [state.backlog.oldest, unqueued.oldest].compactMap { $0 }.min()
+        Gauge(label: "errorbus_sync_backlog_files").record(state.backlog.jobs + unqueued.files)
+        Gauge(label: "errorbus_sync_backlog_bytes").record(state.backlog.bytes + unqueued.bytes)
+        Gauge(label: "errorbus_sync_backlog_oldest_age_seconds").record(oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
         Gauge(label: "errorbus_sync_unreadable_files").record(state.unreadableFiles)
+        Gauge(label: "errorbus_sync_unqueued_files").record(unqueued.files)
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
 
         // Every job the host keeps, once: the store's in-flight jobs the bus holds are parked, and

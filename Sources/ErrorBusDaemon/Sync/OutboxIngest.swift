@@ -53,6 +53,8 @@ actor OutboxIngest {
     private let leases: WriterLeases
     /// The overflow of the backlog under way, shared with the dispatcher.
     private let overflow: BacklogOverflow
+    /// The files the store refused to queue.
+    private let unqueued: UnqueuedFiles
     private let storeFailures: StoreFailures
 
     /// - Parameters:
@@ -68,6 +70,7 @@ actor OutboxIngest {
         duplicates: DuplicateFiles,
         replaced: ReplacedJobs,
         overflow: BacklogOverflow,
+        unqueued: UnqueuedFiles,
         storeFailures: StoreFailures,
         leases: WriterLeases,
         logger: Logger,
@@ -83,6 +86,7 @@ actor OutboxIngest {
         self.duplicates = duplicates
         self.replaced = replaced
         self.overflow = overflow
+        self.unqueued = unqueued
         self.storeFailures = storeFailures
         self.leases = leases
         self.logger = logger
@@ -217,7 +221,7 @@ actor OutboxIngest {
         }
         // The few files remembered for what they were, until the walk finds them: those it does
         // not are gone.
-        var missing = Set(unreadable.keys).union(overflow.leftOutNames)
+        var missing = Set(unreadable.keys).union(overflow.leftOutNames).union(unqueued.names)
         var unsettled: [String] = []
         do {
             while case let names = try listing.next(Self.ingestSlice), !names.isEmpty {
@@ -236,6 +240,7 @@ actor OutboxIngest {
         // Unreadable files that were removed are no longer a problem.
         for name in missing where unreadable[name] != nil { forgetUnreadable(name, because: "is gone") }
         overflow.forgetLeftOut(missing)
+        unqueued.forget(missing)
         return unsettled
     }
 
@@ -295,14 +300,19 @@ actor OutboxIngest {
             let name = inspection.name
             switch inspection.verdict {
             case .ready, .unsettled, .beingWritten, .unchanged: break
-            // Left out unseen while the backlog was full, it is no file to take after all.
-            default: overflow.taken(name)
+            // Left out unseen while the backlog was full, or refused by the store, it is no file
+            // to take after all.
+            default:
+                overflow.taken(name)
+                unqueued.queued(name)
             }
             switch inspection.verdict {
             case .ready(let size, let key):
                 let (id, digest) = settings.keyedByName ? (ContentKey.of(key, name: name), key) : (key, nil)
                 var file = OutboxFile(id: id, digest: digest, service: SyncService.service, fileName: name, path: directory + "/" + name, size: size)
                 file.modifiedNanoseconds = inspection.stamp?.modifiedSinceEpoch
+                // A file the store refused before arrived when it was first refused.
+                file.arrivedAt = unqueued.firstRefused(name)
                 ready.append(file)
                 read[name] = inspection.read
                 forgetUnreadable(name, because: "can be read now and is queued")
@@ -326,7 +336,7 @@ actor OutboxIngest {
                 if room.take(file.size) || stored[file.fileName] != nil {
                     var file = file
                     // A file that waited for room arrived when it was first left out.
-                    file.arrivedAt = overflow.taken(file.fileName)
+                    file.arrivedAt = overflow.taken(file.fileName) ?? file.arrivedAt
                     taken.append(file)
                 } else {
                     reject([file.fileName])
@@ -342,6 +352,7 @@ actor OutboxIngest {
             // An API that tells files by name may have let its consumers remove a file: the same
             // file dropped again after its delivery goes again.
             let result = try await store.enqueue(ready, redeliver: settings.keyedByName)
+            for file in ready { unqueued.queued(file.fileName) }
             for duplicate in result.duplicates {
                 if duplicate.existing.state == .delivered {
                     // The API already has this content: the file is a copy of a delivered one,
@@ -375,6 +386,9 @@ actor OutboxIngest {
             }
             await endOverflowIfRoom()
         } catch {
+            // They wait in the outbox, unknown to the store: counted until they are queued.
+            unqueued.refused(ready.map { ($0.fileName, $0.size) }, reason: "\(error)", at: wallClock.now())
+            logger.debug("\(IncidentReporter.count(unqueued.summary.files, "outbox file")) could not be queued, and wait in the outbox")
             await storeFailures.report(error, doing: "queue \(ready.count) outbox files")
         }
     }
@@ -426,6 +440,8 @@ actor OutboxIngest {
 
     /// Leaves files in the outbox for want of room (`reject-new`): each counted once.
     private func reject(_ names: [String]) {
+        // Counted as waiting for room now, not as refused by the store.
+        for name in names { unqueued.queued(name) }
         let new = overflow.leaveOut(names)
         guard !new.isEmpty else { return }
         logger.debug("\(new.count) new outbox file(s) left in the outbox for want of room in the backlog (\(overflow.waitingForRoom) wait)")

@@ -96,6 +96,8 @@ actor SyncService: Service {
     /// The overflow of the backlog under way and the files it left in the outbox, shared with the
     /// ingest.
     let overflow: BacklogOverflow
+    /// The outbox files the store refused to queue, shared with the ingest.
+    let unqueued: UnqueuedFiles
     /// When a file was last delivered, for the health check.
     let progress = DeliveryProgress()
     /// When the retention is applied next, and what of it the journal has yet to hear.
@@ -138,9 +140,11 @@ actor SyncService: Service {
         let removal = DeliveredFileRemoval(afterDelivery: settings.afterDelivery, seen: seen, leases: leases, logger: logger)
         let (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let overflow = BacklogOverflow(logger: logger, clock: wallClock)
+        let unqueued = UnqueuedFiles()
         let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: settings.minFreeSpace)
         self.storeFailures = storeFailures
         self.overflow = overflow
+        self.unqueued = unqueued
         self.settings = settings
         self.store = store
         self.bus = bus
@@ -166,6 +170,7 @@ actor SyncService: Service {
             duplicates: duplicates,
             replaced: replaced,
             overflow: overflow,
+            unqueued: unqueued,
             storeFailures: storeFailures,
             leases: leases,
             logger: logger,

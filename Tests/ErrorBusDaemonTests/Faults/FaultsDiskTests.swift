@@ -103,6 +103,83 @@ extension Faults {
             }
         }
 
+        /// The value of an unlabelled family in an exposition.
+        static func value(_ name: String, in exposition: String) -> Double? {
+            exposition.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+
+        /// Files that arrive while the state disk is full cannot be queued: they wait in the outbox
+        /// unknown to the store, and are counted as waiting (the backlog's gauges, health, the
+        /// status, errorbus_sync_unqueued_files) until they are queued, not invisible.
+        @Test func filesTheFullStoreCannotQueueAreCountedUntilTheyAre() async throws {
+            try await Tmpfs.with(size: 24 << 20) { mountPoint in
+                let state = mountPoint + "/state"
+                let scratch = try ScratchDirectory("faults-disk-unqueued")
+                let sandbox = try await SandboxProcess(in: scratch)
+                let daemon = try DaemonProcess(in: scratch, sandbox: sandbox, environment: [
+                    "ERRORBUSD_STATE_DIRECTORY": state,
+                    "ERRORBUSD_STATE_MIN_FREE_SPACE": "4MiB",
+                    // No probe of its own while the test looks: only the operator's retry checks.
+                    "ERRORBUSD_BUS_REACHABILITY_INITIAL_INTERVAL": "1h",
+                    "ERRORBUSD_BUS_REACHABILITY_MAXIMUM_INTERVAL": "1h",
+                    "ERRORBUSD_BUS_REACHABILITY_LOCAL_MAXIMUM_INTERVAL": "1h",
+                ])
+                do {
+                    try await daemon.start()
+                    try Self.truncateWAL(state)
+                    try Self.fill(mountPoint + "/filler")
+                    let total = 7
+                    var bytes = 0
+                    for number in 0..<total {
+                        let content = DaemonIntegrationTests.content(number)
+                        bytes += content.count
+                        try daemon.drop("full-\(number).bin", content: content)
+                    }
+                    try await daemon.waitForLog("opened: State disk full")
+                    try await daemon.waitForLog("\(total) outbox files could not be queued")
+
+                    let status = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
+                    let incident = try #require(status.incidents.first { $0.cause == "diskFull" })
+                    #expect(status.backlog.files == 0)
+                    #expect(status.backlog.unqueuedFiles == total)
+                    #expect(status.backlog.unqueuedBytes == bytes)
+                    #expect(status.backlog.oldestUnqueuedAt != nil)
+                    let reason = try #require(status.backlog.unqueuedReason)
+                    #expect(reason.contains("full"), "\(reason)")
+                    let notDelivering = try #require(status.health.checks.first { $0.name == "not-delivering" })
+                    #expect(notDelivering.text.hasSuffix("while \(total) files wait"), "\(notDelivering.text)")
+                    let oldestJob = try #require(status.health.checks.first { $0.name == "oldest-job" })
+                    #expect(oldestJob.text.hasPrefix("oldest job waiting "), "\(oldestJob.text)")
+
+                    let shown = try await ControlIntegrationTests.ctl(daemon, "status")
+                    #expect(shown.standardOutput.contains("\(total) files could not be queued: \(reason)"), "\(shown.standardOutput)")
+                    let metrics = try await ControlIntegrationTests.ctl(daemon, "metrics").standardOutput
+                    #expect(Self.value("errorbus_sync_unqueued_files", in: metrics) == Double(total), "\(metrics)")
+                    #expect(Self.value("errorbus_sync_backlog_files", in: metrics) == Double(total))
+                    #expect(Self.value("errorbus_sync_backlog_bytes", in: metrics) == Double(bytes))
+                    #expect((Self.value("errorbus_sync_backlog_oldest_age_seconds", in: metrics) ?? 0) > 0)
+
+                    // Room again: the operator's retry resumes sync, the files are queued and
+                    // delivered, and none is counted unqueued any more.
+                    try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+                    #expect(try await ControlIntegrationTests.ctl(daemon, "retry", "\(incident.id)").status == 0)
+                    try await daemon.waitForLog("incident \(incident.id) recovered")
+                    try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                    let after = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
+                    #expect(after.backlog.unqueuedFiles == nil)
+                    #expect(after.backlog.unqueuedReason == nil)
+                    let cleared = try await ControlIntegrationTests.ctl(daemon, "metrics").standardOutput
+                    #expect(Self.value("errorbus_sync_unqueued_files", in: cleared) == 0, "\(cleared)")
+                    try await Faults.expectCleanStop(daemon, stateDirectory: state, delivered: total)
+                } catch {
+                    _ = try? await daemon.kill()
+                    try? await sandbox.stop()
+                    throw error
+                }
+                try await sandbox.stop()
+            }
+        }
+
         /// A full disk is one incident, however many files meet it; it says what it waits for
         /// (state.min-free-space), an operator's retry checks again at once, and it resumes as
         /// soon as the room is there, not at some larger hidden margin.

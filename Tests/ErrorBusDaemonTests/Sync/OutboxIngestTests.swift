@@ -33,6 +33,7 @@ struct OutboxIngestTests {
                 duplicates: DuplicateFiles(),
                 replaced: ReplacedJobs(),
                 overflow: BacklogOverflow(logger: logger),
+                unqueued: UnqueuedFiles(),
                 storeFailures: StoreFailures(bus: bus, logger: logger, minFreeSpace: 0),
                 leases: leases,
                 logger: logger,
