@@ -23,8 +23,7 @@ struct Errorbusctl: AsyncParsableCommand {
             object {"error": …, "reason": …} (error: failed, notFound, invalidArguments, notRunning, \
             timedOut, permissionDenied, configurationUnusable or storeUnavailable; reason: the line said \
             without --json) and exits with the status below. The interface with every type, method and \
-            error explained: \
-            varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
+            error explained: varlinkctl introspect /run/errorbusd/io.errorbus.Control io.errorbus.Control \
             (systemd 255 and later) or, with any systemd, the Python reference client \
             (pip install varlink): python3 -m varlink.cli help \
             unix:/run/errorbusd/io.errorbus.Control/io.errorbus.Control
