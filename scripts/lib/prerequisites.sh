@@ -25,6 +25,15 @@ require_promtool() {
     command -v promtool >/dev/null || { echo "errorbus: Debian's prometheus package installed no promtool" >&2; exit 1; }
 }
 
+# Alertmanager (Debian's prometheus-alertmanager: prometheus-alertmanager and amtool, 0.25 on
+# Debian 12): amtool checks the Alertmanager example, the fleet integration test runs a real one.
+# Like prometheus, its installation starts the service where services start.
+require_alertmanager() {
+    command -v amtool >/dev/null && command -v prometheus-alertmanager >/dev/null && return
+    require_debian_packages prometheus-alertmanager
+    command -v amtool >/dev/null || { echo "errorbus: Debian's prometheus-alertmanager package installed no amtool" >&2; exit 1; }
+}
+
 # The CSystemd module needs libsystemd's headers and pkg-config file.
 require_libsystemd() {
     require_debian_packages libsystemd-dev pkg-config
