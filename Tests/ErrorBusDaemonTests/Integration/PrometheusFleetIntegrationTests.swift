@@ -1,12 +1,15 @@
 import ErrorBusControl
+import ErrorBusTesting
 import Foundation
+import Synchronization
 import TestSupport
 import Varlink
 import Testing
 
 /// A fleet as its operators watch it: Debian's real Prometheus scraping five errorbusd that
 /// share one API, through an outage and its recovery, with the shipped recording and alerting
-/// rules (their `for:` shortened in the test's copy) and every query of the shipped dashboard.
+/// rules (their `for:` shortened in the test's copy) and every query of the shipped dashboard;
+/// and the shipped Alertmanager example in a real Alertmanager, for an outage of the whole fleet.
 @Suite("Integration: a fleet watched by a real Prometheus", .serialized, .timeLimit(.minutes(3)))
 struct PrometheusFleetIntegrationTests {
     static let hosts = 5
@@ -17,6 +20,14 @@ struct PrometheusFleetIntegrationTests {
     static func rules(_ name: String) throws -> String {
         let text = try String(contentsOfFile: repository + "/etc/prometheus/" + name, encoding: .utf8)
         return text.replacing(/for: \d+[smh]/, with: "for: 2s").replacing(/interval: \d+[smh]/, with: "interval: 1s")
+    }
+
+    /// The shipped Alertmanager example with its receivers' webhooks made `webhook`'s, and each
+    /// group's wait and interval made a second.
+    static func alertmanagerConfiguration(webhook: String) throws -> String {
+        let text = try String(contentsOfFile: repository + "/etc/alertmanager/errorbus-alertmanager.example.yml", encoding: .utf8)
+        return text.replacing(/group_(wait|interval): \d+[smh]/) { "group_\($0.output.1): 1s" }
+            .replacing(/http:\/\/127\.0\.0\.1:9095/, with: webhook)
     }
 
     /// Every query of the shipped dashboard, its variables given: every host, a one-minute rate.
@@ -199,5 +210,148 @@ struct PrometheusFleetIntegrationTests {
         for daemon in daemons { try await daemon.stop().expectClean() }
         await prometheus?.stop()
         try await sandbox.stop()
+    }
+
+    /// An outage of the API on every host, as the on-call engineer gets it: the shipped rules
+    /// (their `for:` shortened) in Prometheus, sending to the shipped Alertmanager example in a
+    /// real Alertmanager, whose receivers are a webhook here. One notification, the fleet's
+    /// ErrorbusScopeFailing for the API's scope; each host's own alerts on that scope (they carry
+    /// it) inhibited by it, as Alertmanager itself reports them, and never notified.
+    ///
+    /// The Alertmanager starts once Prometheus holds the fleet's alert and every host's alert
+    /// firing, and Prometheus sends it every firing alert at each evaluation, together: this
+    /// tests the inhibition, not a race between the alerts. That the fleet's alert
+    /// fires first with the shipped `for:` is the promtool tests' (Tests/monitoring).
+    @Test func anOutageOfTheFleetIsOneNotificationAndTheHostsAlertsAreInhibited() async throws {
+        let hosts = 3
+        let scratch = try ScratchDirectory("prometheus-alertmanager")
+        let sandbox = try await SandboxProcess(in: scratch)
+        var daemons: [DaemonProcess] = []
+        var prometheus: PrometheusProcess?
+        var alertmanager: AlertmanagerProcess?
+        do {
+            try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200) }) { webhook in
+                for host in 0..<hosts {
+                    let daemon = try DaemonProcess(
+                        directory: scratch.file("host-\(host)"),
+                        baseURL: sandbox.baseURL,
+                        credentials: ["client-secret": sandbox.clientSecret],
+                        environment: [
+                            "ERRORBUSD_METRICS_LISTEN": "127.0.0.1:0",
+                            "ERRORBUSD_HEALTH_INCIDENT_AGE_WARNING": "2s",
+                            "ERRORBUSD_BUS_BACKOFF_CAP": "2s",
+                            "ERRORBUSD_BUS_SETTLE_WINDOW": "1s",
+                        ]
+                    )
+                    daemons.append(daemon)
+                    try await daemon.start()
+                    try await daemon.waitForLog("/metrics (metrics.listen)")
+                }
+                let targets = try daemons.enumerated().map { host, daemon in
+                    let port = try #require(MetricsIntegrationTests.port(in: daemon.log))
+                    return "      - targets: ['127.0.0.1:\(port)']\n        labels: {instance: 'host-\(host)', site: 'berlin'}"
+                }
+                let manager = try AlertmanagerProcess(in: scratch, configuration: try Self.alertmanagerConfiguration(webhook: webhook.baseURL))
+                alertmanager = manager
+                let server = try PrometheusProcess(
+                    in: scratch,
+                    configuration: """
+                        global: {scrape_interval: 1s, evaluation_interval: 1s}
+                        rule_files: [errorbus-recording.yml, errorbus-alerts.yml]
+                        alerting:
+                          alertmanagers:
+                            - static_configs: [{targets: ['\(manager.address)']}]
+                        scrape_configs:
+                          - job_name: errorbusd
+                            static_configs:
+                        \(targets.joined(separator: "\n"))
+                        """,
+                    rules: ["errorbus-recording.yml": try Self.rules("errorbus-recording.yml"), "errorbus-alerts.yml": try Self.rules("errorbus-alerts.yml")],
+                    // Every firing alert sent at every evaluation: a delay of 1 s, the evaluation's
+                    // interval, would send each every other one, and the fleet's and a host's in
+                    // turn.
+                    arguments: ["--rules.alert.resend-delay=100ms"]
+                )
+                prometheus = server
+                try await server.start()
+                try await Self.eventually(server, "errorbus:hosts_up:count", "every host scraped") { $0.first?.value == Double(hosts) }
+
+                // The API fails every upload on every host.
+                try await sandbox.fault(#"{"route":"items","mode":"status","status":503}"#)
+                for (host, daemon) in daemons.enumerated() {
+                    try daemon.drop("host-\(host).bin", content: Data("a file of host \(host)\n".utf8))
+                }
+                for daemon in daemons { try await daemon.waitForLog("incident 1 opened") }
+                let scope = sandbox.baseURL
+                try await Self.eventually(server, #"ALERTS{alertname="ErrorbusScopeFailing", alertstate="firing"}"#, "the fleet's alert firing") {
+                    $0.count == 1 && $0.first?.labels["scope"] == scope && $0.first?.labels["category"] == "transient"
+                }
+                try await Self.eventually(server, #"ALERTS{alertname="ErrorbusIncidentOpenTooLong", alertstate="firing"}"#, "every host's incident alert firing") {
+                    Set($0.compactMap { $0.labels["instance"] }) == Set((0..<hosts).map { "host-\($0)" })
+                        && $0.allSatisfy { $0.labels["scope"] == scope && $0.labels["site"] == "berlin" }
+                }
+
+                try await manager.start()
+                // The fleet's notification, to the pager.
+                var fleet: [[String: String]] = []
+                for await request in webhook.requests {
+                    let alerts = Self.notifiedAlerts(request)
+                    if alerts.contains(where: { $0["alertname"] == "ErrorbusScopeFailing" }) {
+                        fleet = alerts
+                        #expect(request.path == "/errorbus/pager", "\(request.target)")
+                        break
+                    }
+                }
+                #expect(fleet.count == 1 && fleet.first?["scope"] == scope, "\(fleet)")
+
+                // Alertmanager holds each host's alert suppressed, inhibited by the fleet's.
+                var held: [AlertmanagerProcess.Alert] = []
+                for _ in 0..<120 {
+                    held = try await manager.alerts().filter { $0.labels["instance"] != nil }
+                    let incidents = held.filter { $0.labels["alertname"] == "ErrorbusIncidentOpenTooLong" }
+                    if Set(incidents.compactMap { $0.labels["instance"] }).count == hosts,
+                       held.allSatisfy({ $0.state == "suppressed" && !$0.inhibitedBy.isEmpty }) { break }
+                    try await Task.sleep(for: .seconds(1))
+                }
+                #expect(Set(held.filter { $0.labels["alertname"] == "ErrorbusIncidentOpenTooLong" }.compactMap { $0.labels["instance"] }).count == hosts, "\(held)")
+                for alert in held {
+                    #expect(alert.state == "suppressed" && !alert.inhibitedBy.isEmpty, "\(alert)")
+                }
+
+                // Each host's group of warnings (its incident alert) has been flushed twice, so
+                // that its first flush's notification, or its absence, is behind it (a group's
+                // flushes run in turn); nothing was sent for any host's alert.
+                let flushedTwice = await manager.waitForLog { log in
+                    (0..<hosts).allSatisfy { host in
+                        log.split(separator: "\n").count(where: {
+                            $0.contains("msg=flushing") && $0.contains(#"severity=\"warning\"}:{instance=\"host-\#(host)\""#)
+                        }) >= 2
+                    }
+                }
+                #expect(flushedTwice, "every host's group flushed twice:\n\(manager.log)")
+                let notified = webhook.received.flatMap(Self.notifiedAlerts)
+                #expect(notified.filter { $0["instance"] != nil }.isEmpty, "a host's alert notified: \(notified)")
+                #expect(notified.filter { $0["alertname"] == "ErrorbusScopeFailing" }.count == 1, "\(notified)")
+
+                try await sandbox.clearFaults()
+                for daemon in daemons { try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty } }
+            }
+        } catch {
+            for daemon in daemons { _ = try? await daemon.kill() }
+            await alertmanager?.stop()
+            await prometheus?.stop()
+            try? await sandbox.stop()
+            throw error
+        }
+        for daemon in daemons { try await daemon.stop().expectClean() }
+        await alertmanager?.stop()
+        await prometheus?.stop()
+        try await sandbox.stop()
+    }
+
+    /// The labels of each alert of a webhook notification (Alertmanager's webhook JSON).
+    static func notifiedAlerts(_ request: LoopbackHTTPServer.Request) -> [[String: String]] {
+        let json = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+        return (json?["alerts"] as? [[String: Any]] ?? []).map { $0["labels"] as? [String: String] ?? [:] }
     }
 }

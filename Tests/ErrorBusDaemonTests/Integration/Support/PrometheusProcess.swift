@@ -10,13 +10,16 @@ import TestSupport
 final class PrometheusProcess: Sendable {
     let port: Int
     let directory: String
+    private let arguments: [String]
     private let process: Mutex<ChildProcess?>
     private let http = HTTPClient(eventLoopGroupProvider: .singleton)
 
     static var executable: String? { ChildProcess.find("prometheus") }
 
-    /// Writes `configuration` (a prometheus.yml) and the rule files (name → text) it names.
-    init(in scratch: borrowing ScratchDirectory, configuration: String, rules: [String: String]) throws {
+    /// Writes `configuration` (a prometheus.yml) and the rule files (name → text) it names;
+    /// `arguments` are given to the server besides its files and port.
+    init(in scratch: borrowing ScratchDirectory, configuration: String, rules: [String: String], arguments: [String] = []) throws {
+        self.arguments = arguments
         directory = scratch.file("prometheus")
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
         for (name, text) in rules {
@@ -36,7 +39,7 @@ final class PrometheusProcess: Sendable {
             "--config.file=\(directory)/prometheus.yml",
             "--storage.tsdb.path=\(directory)/data",
             "--web.listen-address=127.0.0.1:\(port)",
-        ])
+        ] + arguments)
         process.withLock { $0 = child }
         guard await child.waitForStandardError(containing: "Server is ready to receive web requests.") else {
             let finished = await child.waitForExit()
