@@ -14,11 +14,13 @@ struct HTTPClientAcceptingTests {
     struct Receipt: Decodable { let id: String }
 
 
-    /// `PUT /v1/reports/1` to the server, answered as `response`, accepting `201`.
+    /// `PUT /v1/reports/1` to the server, answered as `response`, accepting `201`, within
+    /// `timeout`: far beyond a loopback answer, so that a loaded machine (a build beside the
+    /// tests) meets it too; only the test of the deadline itself sets a short one.
     func put(
         _ response: LoopbackHTTPServer.Response,
         overrides: [ClassificationOverride] = [],
-        timeout: TimeAmount = .seconds(10)
+        timeout: TimeAmount = .seconds(30)
     ) async throws -> (Result<Receipt, HTTPFailure>, url: String) {
         try await LoopbackHTTPServer.serving(answer: { _ in response }) { server in
             try await withErrorbusClient { client in
@@ -46,7 +48,7 @@ struct HTTPClientAcceptingTests {
     @Test func anAcceptedAnswerCarriesTheRequestForItsBody() async throws {
         try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200, body: "0123456789") }) { server in
             try await withErrorbusClient { client in
-                let deadline = NIODeadline.now() + .seconds(10)
+                let deadline = NIODeadline.now() + .seconds(30)
                 let answer = try await client.execute(HTTPClientRequest(url: server.baseURL + "/a?b=c"), accepting: [.ok, .notModified], deadline: deadline)
                 #expect(answer.status == .ok)
                 #expect(answer.method == "GET")
@@ -158,7 +160,7 @@ struct HTTPClientAcceptingTests {
         try await withErrorbusClient { client in
             let url = "http://127.0.0.1:\(port)/v1/reports/1"
             do throws(HTTPFailure) {
-                _ = try await client.execute(HTTPClientRequest(url: url), accepting: [.ok], deadline: .now() + .seconds(10))
+                _ = try await client.execute(HTTPClientRequest(url: url), accepting: [.ok], deadline: .now() + .seconds(30))
                 Issue.record("a stopped server answered")
             } catch {
                 #expect(error.category == .unreachable)
