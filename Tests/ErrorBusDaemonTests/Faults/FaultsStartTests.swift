@@ -123,7 +123,7 @@ extension Faults {
         }
 
         @Test(.enabled(if: Tmpfs.isAvailable, "mounting a tmpfs needs root"))
-        func aFullStateDiskAtTheStartIsWaitedForAndTheQueueKept() async throws {
+        func aFullStateDiskAtTheStartIsWaitedForThenDeliveryGoesOn() async throws {
             try await Tmpfs.with(size: 40 << 20) { mountPoint in
                 let state = mountPoint + "/state"
                 let filler = mountPoint + "/filler"
