@@ -25,7 +25,8 @@ extension ErrorBus {
             failure: failure,
             policy: policy ?? IncidentPolicy(for: failure, configuration: configuration, canProbe: probe(for: failure.fingerprint.scope) != nil),
             isolation: isolation,
-            at: now
+            at: now,
+            date: clock.date(of: now)
         )
         incidents[id] = incident
         openIncidents[failure.fingerprint] = incident
@@ -223,8 +224,9 @@ extension ErrorBus {
         incident.next = nil
         incident.resolution = resolution
         // A settled incident ended when its cause went away.
-        incident.closed = resolution == .recovered ? incident.recovered?.at ?? now : now
-        incident.closedAt = resolution == .recovered ? incident.recovered?.date ?? Date() : Date()
+        let closed = resolution == .recovered ? incident.recovered ?? now : now
+        incident.closed = closed
+        incident.closedAt = clock.date(of: closed)
         transition(incident, to: .resolved)
         incidents[incident.id] = nil
         if openIncidents[incident.fingerprint] === incident {
@@ -443,7 +445,7 @@ extension ErrorBus {
             return
         }
         let now = clock.now()
-        incident.recovered = (now, Date())
+        incident.recovered = now
         schedule(.close, at: now.advanced(by: window), for: incident)
     }
 

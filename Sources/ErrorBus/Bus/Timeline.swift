@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+package import FoundationEssentials
+#else
+package import Foundation
+#endif
+
 /// A point on a ``Timeline``: the time since the timeline was made, on its clock.
 ///
 /// State that keeps deadlines as these (the bus's incidents, the network monitor's debouncer)
@@ -33,9 +39,12 @@ package struct TimelineInstant: InstantProtocol, CustomStringConvertible {
 package struct Timeline: Sendable {
     package let now: @Sendable () -> TimelineInstant
     package let sleep: @Sendable (TimelineInstant) async throws -> Void
+    /// The wall-clock time of the timeline's start, read once.
+    package let startDate: Date
 
-    package init<C: Clock>(_ clock: C) where C.Duration == Duration {
+    package init<C: Clock>(_ clock: C, startDate: Date = Date()) where C.Duration == Duration {
         let origin = clock.now
+        self.startDate = startDate
         now = { TimelineInstant(offset: origin.duration(to: clock.now)) }
         sleep = { deadline in try await clock.sleep(until: origin.advanced(by: deadline.offset), tolerance: nil) }
     }
@@ -43,5 +52,12 @@ package struct Timeline: Sendable {
     /// Suspends for `duration` from now.
     package func sleep(for duration: Duration) async throws {
         try await sleep(now().advanced(by: duration))
+    }
+
+    /// The wall-clock time of `instant`, for people: the start's plus the time since on the
+    /// injected clock (which a manual clock in tests moves, and a change of the system's time
+    /// does not).
+    package func date(of instant: TimelineInstant) -> Date {
+        startDate.addingTimeInterval(Double(instant.offset.components.seconds) + Double(instant.offset.components.attoseconds) * 1e-18)
     }
 }

@@ -15,7 +15,7 @@ final class IncidentRecord {
     let service: String
     /// When it opened, by the bus's clock (for its age) and by the wall clock (for people).
     let opened: TimelineInstant
-    let openedAt = Date()
+    let openedAt: Date
     /// Unique across hosts and runs (``IncidentSnapshot/uuid``).
     let uuid = UUID()
     /// What the incident holds back while it holds its scope; `nil` for `invalid`, and when
@@ -69,16 +69,17 @@ final class IncidentRecord {
     var emptiedByOperator = false
     /// When its cause went away and its jobs were released, while it settles
     /// (``ErrorBusConfiguration/settleWindow``): the time it resolves as of.
-    var recovered: (at: TimelineInstant, date: Date)?
+    var recovered: TimelineInstant?
     var closed: TimelineInstant?
     var closedAt: Date?
 
-    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, isolation: Bool = false, at now: TimelineInstant) {
+    init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, isolation: Bool = false, at now: TimelineInstant, date: Date) {
         self.id = id
         self.isolation = isolation
         self.fingerprint = failure.fingerprint
         self.service = failure.service
         self.opened = now
+        self.openedAt = date
         self.holdKey = HoldKey(failure.fingerprint)
         self.category = failure.category
         self.text = failure.text

@@ -39,9 +39,11 @@ public struct IncidentSnapshot: Sendable, Identifiable {
     /// How long it has been open (for a resolved incident: how long it was open), by the bus's
     /// clock.
     public var age: Duration
-    /// When it opened, by the wall clock: recorded once, when the bus opened it.
+    /// When it opened, by the wall clock: recorded once, when the bus opened it, as the bus's
+    /// clock tells it (the wall-clock time the bus was made, plus the time since on its clock).
     public var openedAt: Date
-    /// When it ended, by the wall clock: recorded once, when the bus resolved it.
+    /// When it ended, by the wall clock: recorded once, when the bus resolved it, as the bus's
+    /// clock tells it.
     public var closedAt: Date?
     /// The policy's next step and how long until it, when one is scheduled.
     public var next: ScheduledStep?
