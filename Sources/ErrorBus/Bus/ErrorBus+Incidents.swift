@@ -30,14 +30,9 @@ extension ErrorBus {
         )
         incidents[id] = incident
         openIncidents[failure.fingerprint] = incident
-        if pacing {
-            // Its scope serves others: nothing is held, and its policy starts only if the scope
-            // stops serving.
-            incident.state = .pacing
-        } else {
-            if let key = incident.holdKey { hold(key, by: incident) }
-            if !incident.parks { incident.state = .collecting }
-        }
+        // Pacing, its scope serves others: nothing is held, and its policy starts only if the
+        // scope stops serving.
+        transition(incident, to: pacing ? .pacing : incident.parks ? .waiting : .collecting)
         logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
 
         // Subscribers see the incident opened with its first step already decided (what it
@@ -72,13 +67,9 @@ extension ErrorBus {
         case .release:
             startRelease(incident)
         case .needsOperator(let reason):
-            incident.generation &+= 1
-            incident.next = nil
             transition(incident, to: .needsOperator)
             emit(BusEvent(kind: .escalated, incident: incident.snapshot(at: clock.now()), reason: reason))
         case .hold:
-            incident.generation &+= 1
-            incident.next = nil
             transition(incident, to: .paused)
         }
     }
@@ -92,9 +83,7 @@ extension ErrorBus {
             incident.next = (step, deadline)
             return
         }
-        incident.generation &+= 1
-        incident.next = (step, deadline)
-        transition(incident, to: waiting)
+        transition(incident, to: waiting, next: (step, deadline))
         work.yield(.timer(incident.id, generation: incident.generation, deadline: deadline))
         if step != .close {
             emit(BusEvent(kind: .policyScheduled, incident: incident.snapshot(at: clock.now())))
@@ -113,9 +102,8 @@ extension ErrorBus {
 
     /// Takes a policy step now.
     func take(_ step: PolicyStep, for incident: IncidentRecord, byOperator: Bool = false) {
-        incident.generation &+= 1
-        incident.next = nil
-        let generation = incident.generation
+        // A new schedule in the same state: the step it had is being taken.
+        transition(incident, to: incident.state)
         switch step {
         case .canary:
             guard let first = incident.first else {
@@ -143,7 +131,7 @@ extension ErrorBus {
                 return
             }
             transition(incident, to: .canary)
-            work.yield(.canary(incident.id, generation: generation))
+            work.yield(.canary(incident.id, generation: incident.generation))
         case .probe:
             guard probe(for: incident.fingerprint.scope) != nil else {
                 // Without a probe, one parked job tells whether the scope answers again.
@@ -152,7 +140,7 @@ extension ErrorBus {
             }
             transition(incident, to: .probing)
             let fingerprint = incident.fingerprint
-            work.yield(.probe(incident.id, generation: generation, scope: fingerprint.scope, kind: fingerprint.kind))
+            work.yield(.probe(incident.id, generation: incident.generation, scope: fingerprint.scope, kind: fingerprint.kind))
         case .reauthenticate:
             guard authenticator(for: incident.fingerprint.scope) != nil else {
                 execute(.needsOperator(reason: "no authenticator is configured for realm \(incident.fingerprint.scope)"), for: incident)
@@ -160,7 +148,7 @@ extension ErrorBus {
             }
             transition(incident, to: .reauthenticating)
             emit(BusEvent(kind: .reauthStarted, incident: incident.snapshot(at: clock.now())))
-            work.yield(.reauthenticate(incident.id, generation: generation, realm: incident.fingerprint.scope))
+            work.yield(.reauthenticate(incident.id, generation: incident.generation, realm: incident.fingerprint.scope))
         case .close:
             resolve(incident, as: incident.recovered != nil ? .recovered : .closed)
         }
@@ -177,18 +165,15 @@ extension ErrorBus {
         execute(incident.policy.releaseInterrupted(by: failure, at: clock.now(), using: &random), for: incident)
     }
 
-    /// Moves an incident to a state, taking it into or out of the holds.
-    func transition(_ incident: IncidentRecord, to state: IncidentState) {
-        let wasHolding = incident.state.holdsScope
-        incident.state = state
-        if !state.releases {
-            // Its release, if one runs, ends at its next job (the generation changed).
-            incident.isReleasing = false
-        }
-        if state.holdsScope {
-            // Held, its jobs wait for the incident's next step: none waits out a back-off.
-            _ = incident.moveDue(at: nil)
-        }
+    /// Moves an incident to a state (``IncidentRecord/enter(_:next:keepingSchedule:)``), taking
+    /// it into or out of the holds.
+    func transition(
+        _ incident: IncidentRecord,
+        to state: IncidentState,
+        next: (step: PolicyStep, at: TimelineInstant)? = nil,
+        keepingSchedule: Bool = false
+    ) {
+        let wasHolding = incident.enter(state, next: next, keepingSchedule: keepingSchedule)
         guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
         if state.holdsScope {
             hold(key, by: incident)
@@ -220,8 +205,6 @@ extension ErrorBus {
     /// Ends an incident and records it in the history.
     func resolve(_ incident: IncidentRecord, as resolution: Resolution) {
         let now = clock.now()
-        incident.generation &+= 1
-        incident.next = nil
         incident.resolution = resolution
         // A settled incident ended when its cause went away.
         let closed = resolution == .recovered ? incident.recovered ?? now : now
@@ -341,8 +324,6 @@ extension ErrorBus {
 
     /// The cause is gone: stop holding the scope and release every parked job, paced.
     func startRelease(_ incident: IncidentRecord) {
-        incident.generation &+= 1
-        incident.next = nil
         transition(incident, to: .releasing)
         emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
         if incident.isEmpty {

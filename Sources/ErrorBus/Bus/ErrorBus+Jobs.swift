@@ -671,13 +671,9 @@ extension ErrorBus {
     /// scope's new work, at the pace the scope serves. Nothing is held back.
     func pace(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
         if incident.state != .pacing {
-            if incident.state == .settling {
-                // Its cause came back while it settled: its close is off.
-                incident.recovered = nil
-                incident.generation &+= 1
-                incident.next = nil
-            }
-            transition(incident, to: .pacing)
+            // Its cause came back while it settled: its close is off. A release under way goes on.
+            incident.recovered = nil
+            transition(incident, to: .pacing, keepingSchedule: incident.state == .releasing)
             if eventsHeldForOpening == nil {
                 emit(BusEvent(kind: .pacingStarted, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
             }
@@ -762,8 +758,8 @@ extension ErrorBus {
             next: "It was set aside as a dead letter: retry it once its cause is fixed, or discard it."
         ))
         incident.givenUp = true
-        incident.generation &+= 1
-        incident.next = nil
+        // Nothing more is tried: what its last schedule set off is stale.
+        transition(incident, to: incident.state)
         return deadLetter(command, given, in: incident)
     }
 

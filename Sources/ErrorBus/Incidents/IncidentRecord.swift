@@ -32,7 +32,8 @@ final class IncidentRecord {
 
     var category: ErrorCategory
     var text: OperatorText
-    var state: IncidentState
+    /// Where it stands; changed only by ``enter(_:next:keepingSchedule:)``.
+    private(set) var state = IncidentState.opening
     var policy: IncidentPolicy<TimelineInstant>
     var failures = 1
     /// What its last step (a canary, a probe, a sign-in) found when it failed: why its cause
@@ -83,8 +84,30 @@ final class IncidentRecord {
         self.holdKey = HoldKey(failure.fingerprint)
         self.category = failure.category
         self.text = failure.text
-        self.state = .waiting
         self.policy = policy
+    }
+
+    /// Moves it to `state`, the one way its state changes, with `next` scheduled (or nothing) as a
+    /// new schedule: the timers, probes and releases of the one before are stale from now on
+    /// (``generation``). `keepingSchedule` changes only the state, so that a release under way
+    /// goes on (releasing to pacing). Returns whether it held its scope before.
+    @discardableResult
+    func enter(_ state: IncidentState, next: (step: PolicyStep, at: TimelineInstant)? = nil, keepingSchedule: Bool = false) -> Bool {
+        let wasHolding = self.state.holdsScope
+        if !keepingSchedule {
+            generation &+= 1
+            self.next = next
+        }
+        self.state = state
+        if !state.releases {
+            // Its release, if one runs, ends at its next job (the generation changed).
+            isReleasing = false
+        }
+        if state.holdsScope {
+            // Held, its jobs wait for the incident's next step: none waits out a back-off.
+            _ = moveDue(at: nil)
+        }
+        return wasHolding
     }
 
     /// How many jobs are parked under it.

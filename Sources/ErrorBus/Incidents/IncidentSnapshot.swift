@@ -96,10 +96,12 @@ public struct IncidentState: RawRepresentable, Sendable, Hashable, Codable, Cust
     public static let settling = IncidentState(rawValue: "settling")
     /// Over.
     public static let resolved = IncidentState(rawValue: "resolved")
+    /// Being opened, inside the bus: holds nothing yet, and is never shown.
+    static let opening = IncidentState(rawValue: "opening")
 
     /// Whether the incident holds back new work of its scope in this state.
     var holdsScope: Bool {
-        self != .releasing && self != .pacing && self != .collecting && self != .settling && self != .resolved
+        self != .opening && self != .releasing && self != .pacing && self != .collecting && self != .settling && self != .resolved
     }
 
     /// Whether its parked jobs are being run again: released after its cause went away, or paced.
