@@ -32,7 +32,7 @@ extension ErrorBus {
         openIncidents[failure.fingerprint] = incident
         // Pacing, its scope serves others: nothing is held, and its policy starts only if the
         // scope stops serving.
-        transition(incident, to: pacing ? .pacing : incident.parks ? .waiting : .collecting)
+        transition(incident, to: pacing ? .pacing(running: false) : incident.parks ? .waiting : .collecting)
         logger.debug("incident opened", metadata: ["incident": "\(id)", "fingerprint": "\(failure.fingerprint)"])
 
         // Subscribers see the incident opened with its first step already decided (what it
@@ -78,8 +78,8 @@ extension ErrorBus {
     /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
     /// deadline back costs no timer each.
     func schedule(_ step: PolicyStep, at deadline: TimelineInstant, for incident: IncidentRecord) {
-        let waiting: IncidentState = step == .close ? (incident.recovered != nil ? .settling : .collecting) : .waiting
-        if incident.state == waiting, let next = incident.next, next.step == step, deadline >= next.at {
+        let waiting: IncidentRecord.Phase = step == .close ? .collecting : .waiting
+        if incident.phase == waiting, let next = incident.next, next.step == step, deadline >= next.at {
             incident.next = (step, deadline)
             return
         }
@@ -103,7 +103,7 @@ extension ErrorBus {
     /// Takes a policy step now.
     func take(_ step: PolicyStep, for incident: IncidentRecord, byOperator: Bool = false) {
         // A new schedule in the same state: the step it had is being taken.
-        transition(incident, to: incident.state)
+        transition(incident, to: incident.phase)
         switch step {
         case .canary:
             guard let first = incident.first else {
@@ -169,11 +169,12 @@ extension ErrorBus {
     /// it into or out of the holds.
     func transition(
         _ incident: IncidentRecord,
-        to state: IncidentState,
+        to phase: IncidentRecord.Phase,
         next: (step: PolicyStep, at: TimelineInstant)? = nil,
         keepingSchedule: Bool = false
     ) {
-        let wasHolding = incident.enter(state, next: next, keepingSchedule: keepingSchedule)
+        let wasHolding = incident.enter(phase, next: next, keepingSchedule: keepingSchedule)
+        let state = phase.state
         guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
         if state.holdsScope {
             hold(key, by: incident)
@@ -205,12 +206,9 @@ extension ErrorBus {
     /// Ends an incident and records it in the history.
     func resolve(_ incident: IncidentRecord, as resolution: Resolution) {
         let now = clock.now()
-        incident.resolution = resolution
         // A settled incident ended when its cause went away.
         let closed = resolution == .recovered ? incident.recovered ?? now : now
-        incident.closed = closed
-        incident.closedAt = clock.date(of: closed)
-        transition(incident, to: .resolved)
+        transition(incident, to: .resolved(resolution, at: closed, date: clock.date(of: closed)))
         incidents[incident.id] = nil
         if openIncidents[incident.fingerprint] === incident {
             openIncidents[incident.fingerprint] = nil
@@ -324,7 +322,7 @@ extension ErrorBus {
 
     /// The cause is gone: stop holding the scope and release every parked job, paced.
     func startRelease(_ incident: IncidentRecord) {
-        transition(incident, to: .releasing)
+        transition(incident, to: .releasing(running: false))
         emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
         if incident.isEmpty {
             if incident.fingerprint.kind == .invalid { resolve(incident, as: .closed) } else { recovered(incident) }
@@ -426,8 +424,9 @@ extension ErrorBus {
             return
         }
         let now = clock.now()
-        incident.recovered = now
-        schedule(.close, at: now.advanced(by: window), for: incident)
+        let deadline = now.advanced(by: window)
+        transition(incident, to: .settling(since: now), next: (.close, deadline))
+        work.yield(.timer(incident.id, generation: incident.generation, deadline: deadline))
     }
 
     // MARK: - Retry budget

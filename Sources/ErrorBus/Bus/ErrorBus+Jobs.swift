@@ -656,7 +656,6 @@ extension ErrorBus {
             if paces { return pace(command, failure, in: incident) }
             // The scope serves no more: the incident holds it again, its policy going on where it
             // was (within the settle window, the same incident again).
-            incident.recovered = nil
             let decision = park(command, in: incident, failed: true, failure: failure)
             releaseInterrupted(incident, by: failure)
             return decision
@@ -672,8 +671,7 @@ extension ErrorBus {
     func pace(_ command: Command, _ failure: Failure, in incident: IncidentRecord) -> FailureDecision {
         if incident.state != .pacing {
             // Its cause came back while it settled: its close is off. A release under way goes on.
-            incident.recovered = nil
-            transition(incident, to: .pacing, keepingSchedule: incident.state == .releasing)
+            transition(incident, to: .pacing(running: incident.isReleasing), keepingSchedule: incident.state == .releasing)
             if eventsHeldForOpening == nil {
                 emit(BusEvent(kind: .pacingStarted, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
             }
@@ -759,7 +757,7 @@ extension ErrorBus {
         ))
         incident.givenUp = true
         // Nothing more is tried: what its last schedule set off is stale.
-        transition(incident, to: incident.state)
+        transition(incident, to: incident.phase)
         return deadLetter(command, given, in: incident)
     }
 

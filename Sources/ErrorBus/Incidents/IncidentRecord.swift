@@ -32,8 +32,10 @@ final class IncidentRecord {
 
     var category: ErrorCategory
     var text: OperatorText
-    /// Where it stands; changed only by ``enter(_:next:keepingSchedule:)``.
-    private(set) var state = IncidentState.opening
+    /// Where it stands, with what belongs to that state alone; changed only by
+    /// ``enter(_:next:keepingSchedule:)``.
+    private(set) var phase = Phase.opening
+    var state: IncidentState { phase.state }
     var policy: IncidentPolicy<TimelineInstant>
     var failures = 1
     /// What its last step (a canary, a probe, a sign-in) found when it failed: why its cause
@@ -51,9 +53,6 @@ final class IncidentRecord {
     private(set) var delayed = Heap<Delayed>()
     /// When the one timer that moves due ``delayed`` jobs on is armed for.
     var delayedWakeAt: TimelineInstant?
-    /// Whether a release of its jobs is under way (``ErrorBus/runRelease(_:generation:)``): a job
-    /// that becomes due while none is joins the next.
-    var isReleasing = false
     var parkedByService: [String: Int] = [:]
     var released = 0
     var deadLettered = 0
@@ -62,17 +61,66 @@ final class IncidentRecord {
     /// Bumped whenever the schedule changes, so that stale timers, probes and releases are
     /// recognised and ignored.
     var generation: UInt64 = 0
-    var resolution: Resolution?
     /// An isolation gave its job up as a dead letter: it resolves once the job's caller heard.
     var givenUp = false
     /// An operator took parked jobs out of it (``ErrorBus/cancel(job:service:)``): if that
     /// leaves it nothing to try, it ends discarded.
     var emptiedByOperator = false
-    /// When its cause went away and its jobs were released, while it settles
-    /// (``ErrorBusConfiguration/settleWindow``): the time it resolves as of.
-    var recovered: TimelineInstant?
-    var closed: TimelineInstant?
-    var closedAt: Date?
+
+    /// Where an incident stands, each state with its own data.
+    enum Phase: Equatable {
+        /// Being opened: holds nothing yet, and is never shown.
+        case opening
+        case waiting, canary, probing, reauthenticating, needsOperator, paused, collecting
+        /// Its jobs run again, released after its cause went away, or paced; `running`: whether a
+        /// run of them (``ErrorBus/runRelease(_:generation:)``) is under way (a job that becomes
+        /// due while none is joins the next).
+        case releasing(running: Bool)
+        case pacing(running: Bool)
+        /// Its cause went away `since` then and its jobs were released: the time it resolves as
+        /// of, after ``ErrorBusConfiguration/settleWindow``.
+        case settling(since: TimelineInstant)
+        case resolved(Resolution, at: TimelineInstant, date: Date)
+
+        var state: IncidentState {
+            switch self {
+            case .opening: .opening
+            case .waiting: .waiting
+            case .canary: .canary
+            case .probing: .probing
+            case .reauthenticating: .reauthenticating
+            case .needsOperator: .needsOperator
+            case .paused: .paused
+            case .collecting: .collecting
+            case .releasing: .releasing
+            case .pacing: .pacing
+            case .settling: .settling
+            case .resolved: .resolved
+            }
+        }
+    }
+
+    /// Whether a run of its released or paced jobs is under way.
+    var isReleasing: Bool {
+        get {
+            switch phase {
+            case .releasing(let running), .pacing(let running): running
+            default: false
+            }
+        }
+        set {
+            switch phase {
+            case .releasing: phase = .releasing(running: newValue)
+            case .pacing: phase = .pacing(running: newValue)
+            default: break
+            }
+        }
+    }
+
+    /// While it settles, when its cause went away.
+    var recovered: TimelineInstant? {
+        if case .settling(let since) = phase { since } else { nil }
+    }
 
     init(id: IncidentID, failure: Failure, policy: IncidentPolicy<TimelineInstant>, isolation: Bool = false, at now: TimelineInstant, date: Date) {
         self.id = id
@@ -92,17 +140,15 @@ final class IncidentRecord {
     /// (``generation``). `keepingSchedule` changes only the state, so that a release under way
     /// goes on (releasing to pacing). Returns whether it held its scope before.
     @discardableResult
-    func enter(_ state: IncidentState, next: (step: PolicyStep, at: TimelineInstant)? = nil, keepingSchedule: Bool = false) -> Bool {
-        let wasHolding = self.state.holdsScope
+    func enter(_ phase: Phase, next: (step: PolicyStep, at: TimelineInstant)? = nil, keepingSchedule: Bool = false) -> Bool {
+        let wasHolding = state.holdsScope
         if !keepingSchedule {
             generation &+= 1
             self.next = next
         }
-        self.state = state
-        if !state.releases {
-            // Its release, if one runs, ends at its next job (the generation changed).
-            isReleasing = false
-        }
+        // Out of releasing and pacing, its release, if one runs, ends at its next job (the
+        // generation changed).
+        self.phase = phase
         if state.holdsScope {
             // Held, its jobs wait for the incident's next step: none waits out a back-off.
             _ = moveDue(at: nil)
@@ -212,7 +258,9 @@ final class IncidentRecord {
     }
 
     func snapshot(at now: TimelineInstant) -> IncidentSnapshot {
-        IncidentSnapshot(
+        let (resolution, closed, closedAt): (Resolution?, TimelineInstant?, Date?) =
+            if case .resolved(let resolution, let at, let date) = phase { (resolution, at, date) } else { (nil, nil, nil) }
+        return IncidentSnapshot(
             id: id,
             uuid: uuid,
             fingerprint: fingerprint,
