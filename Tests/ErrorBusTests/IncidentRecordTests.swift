@@ -25,20 +25,36 @@ import Testing
         Command(serial: UInt64(number), job: .sync(number), submittedAt: at(0), operation: {}, completion: { _ in })
     }
 
-    @Test func everyChangeOfStateStartsANewScheduleUnlessItKeepsTheOneUnderWay() {
+    @Test func everyChangeOfStateStartsANewScheduleUnlessItKeepsTheOneUnderWay() throws {
         let incident = makeIncident()
+        let key = try #require(incident.holdKey)
         #expect(incident.state == .opening)
-        #expect(incident.enter(.waiting, next: (.canary, at(5))) == false)
+        #expect(incident.enter(.waiting, next: (.canary, at(5))) == .hold(key))
         let scheduled = incident.generation
         #expect(incident.next?.step == .canary && incident.next?.at == at(5))
-        // Whether it held its scope before.
-        #expect(incident.enter(.canary) == true)
+        #expect(incident.enter(.canary) == nil)
         #expect(incident.generation == scheduled &+ 1 && incident.next == nil)
 
-        incident.enter(.releasing(running: true))
+        #expect(incident.enter(.releasing(running: true)) == .letGo(key))
         let releasing = incident.generation
         incident.enter(.pacing(running: incident.isReleasing), keepingSchedule: true)
         #expect(incident.generation == releasing && incident.isReleasing && incident.state == .pacing)
+    }
+
+    @Test func aTimerOfAnOlderScheduleIsStaleAndOneOfAPostponedStepWaitsForTheRest() {
+        let incident = makeIncident()
+        incident.enter(.waiting, next: (.canary, at(5)))
+        let armed = incident.generation
+        // A later deadline for the step it waits for only moves the deadline: no new timer.
+        #expect(incident.postpone(.canary, to: at(8)))
+        #expect(incident.generation == armed && incident.next?.at == at(8))
+        // An earlier one, or another step, needs a new schedule.
+        #expect(!incident.postpone(.canary, to: at(7)) && !incident.postpone(.probe, to: at(9)))
+        #expect(incident.timerFired(generation: armed, at: at(5)) == .rearm(at(8)))
+        #expect(incident.timerFired(generation: armed, at: at(8)) == .take(.canary))
+        #expect(incident.timerFired(generation: armed &- 1, at: at(8)) == .stale)
+        incident.enter(.canary)
+        #expect(incident.timerFired(generation: armed, at: at(8)) == .stale)
     }
 
     @Test func aReleaseUnderWayBelongsToReleasingAndPacingAlone() {

@@ -74,16 +74,11 @@ extension ErrorBus {
         }
     }
 
-    /// Schedules a step. A later deadline for the step already scheduled only moves the deadline
-    /// (the armed timer re-arms when it fires early), so a stream of joins that each push the
-    /// deadline back costs no timer each.
+    /// Schedules a step; a later deadline for the step already scheduled only moves the deadline
+    /// (``IncidentRecord/postpone(_:to:)``).
     func schedule(_ step: PolicyStep, at deadline: TimelineInstant, for incident: IncidentRecord) {
-        let waiting: IncidentRecord.Phase = step == .close ? .collecting : .waiting
-        if incident.phase == waiting, let next = incident.next, next.step == step, deadline >= next.at {
-            incident.next = (step, deadline)
-            return
-        }
-        transition(incident, to: waiting, next: (step, deadline))
+        guard !incident.postpone(step, to: deadline) else { return }
+        transition(incident, to: step == .close ? .collecting : .waiting, next: (step, deadline))
         work.yield(.timer(incident.id, generation: incident.generation, deadline: deadline))
         if step != .close {
             emit(BusEvent(kind: .policyScheduled, incident: incident.snapshot(at: clock.now())))
@@ -91,13 +86,12 @@ extension ErrorBus {
     }
 
     func timerFired(_ id: IncidentID, generation: UInt64) {
-        guard let incident = incidents[id], incident.generation == generation, let next = incident.next else { return }
-        guard clock.now() >= next.at else {
-            // The deadline moved back since this timer was armed: wait for the rest.
-            work.yield(.timer(id, generation: generation, deadline: next.at))
-            return
+        guard let incident = incidents[id] else { return }
+        switch incident.timerFired(generation: generation, at: clock.now()) {
+        case .stale: break
+        case .rearm(let deadline): work.yield(.timer(id, generation: generation, deadline: deadline))
+        case .take(let step): take(step, for: incident)
         }
-        take(next.step, for: incident)
     }
 
     /// Takes a policy step now.
@@ -173,12 +167,12 @@ extension ErrorBus {
         next: (step: PolicyStep, at: TimelineInstant)? = nil,
         keepingSchedule: Bool = false
     ) {
-        let wasHolding = incident.enter(phase, next: next, keepingSchedule: keepingSchedule)
-        let state = phase.state
-        guard let key = incident.holdKey, wasHolding != state.holdsScope else { return }
-        if state.holdsScope {
+        switch incident.enter(phase, next: next, keepingSchedule: keepingSchedule) {
+        case nil:
+            break
+        case .hold(let key):
             hold(key, by: incident)
-        } else {
+        case .letGo(let key):
             holds[key]?.removeAll { $0 === incident }
             if holds[key]?.isEmpty == true {
                 holds[key] = nil

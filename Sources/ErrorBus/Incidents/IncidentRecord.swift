@@ -138,9 +138,9 @@ final class IncidentRecord {
     /// Moves it to `state`, the one way its state changes, with `next` scheduled (or nothing) as a
     /// new schedule: the timers, probes and releases of the one before are stale from now on
     /// (``generation``). `keepingSchedule` changes only the state, so that a release under way
-    /// goes on (releasing to pacing). Returns whether it held its scope before.
+    /// goes on (releasing to pacing). Returns what becomes of its hold on its scope, if anything.
     @discardableResult
-    func enter(_ phase: Phase, next: (step: PolicyStep, at: TimelineInstant)? = nil, keepingSchedule: Bool = false) -> Bool {
+    func enter(_ phase: Phase, next: (step: PolicyStep, at: TimelineInstant)? = nil, keepingSchedule: Bool = false) -> HoldChange? {
         let wasHolding = state.holdsScope
         if !keepingSchedule {
             generation &+= 1
@@ -153,7 +153,36 @@ final class IncidentRecord {
             // Held, its jobs wait for the incident's next step: none waits out a back-off.
             _ = moveDue(at: nil)
         }
-        return wasHolding
+        guard let holdKey, wasHolding != state.holdsScope else { return nil }
+        return state.holdsScope ? .hold(holdKey) : .letGo(holdKey)
+    }
+
+    /// What becomes of an incident's hold on its scope when its state changes.
+    enum HoldChange: Equatable {
+        case hold(HoldKey)
+        case letGo(HoldKey)
+    }
+
+    /// Moves the deadline of `step` back to `deadline` if it already waits for that step, by
+    /// then or sooner: returns whether it did. The timer armed for it re-arms when it fires early,
+    /// so a stream of joins that each push the deadline back costs no timer each.
+    func postpone(_ step: PolicyStep, to deadline: TimelineInstant) -> Bool {
+        guard phase == (step == .close ? .collecting : .waiting), let next, next.step == step, deadline >= next.at else { return false }
+        self.next = (step, deadline)
+        return true
+    }
+
+    /// A timer armed for its schedule `generation` fired at `now`: stale (its schedule changed
+    /// since), early (its deadline moved back since: wait for the rest), or the step to take now.
+    func timerFired(generation: UInt64, at now: TimelineInstant) -> Wake {
+        guard generation == self.generation, let next else { return .stale }
+        return now >= next.at ? .take(next.step) : .rearm(next.at)
+    }
+
+    enum Wake: Equatable {
+        case stale
+        case rearm(TimelineInstant)
+        case take(PolicyStep)
     }
 
     /// How many jobs are parked under it.
