@@ -42,7 +42,12 @@ package struct Timeline: Sendable {
     /// The wall-clock time of the timeline's start, read once.
     package let startDate: Date
 
-    package init<C: Clock>(_ clock: C, startDate: Date = Date()) where C.Duration == Duration {
+    /// A timeline of `clock` from now, its start by the wall clock read once.
+    package init<C: Clock>(_ clock: C) where C.Duration == Duration {
+        self.init(clock, startDate: Date())
+    }
+
+    package init<C: Clock>(_ clock: C, startDate: Date) where C.Duration == Duration {
         let origin = clock.now
         self.startDate = startDate
         now = { TimelineInstant(offset: origin.duration(to: clock.now)) }
