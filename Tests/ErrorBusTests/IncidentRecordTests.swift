@@ -69,6 +69,24 @@ import Testing
         #expect(!incident.isReleasing && incident.phase == .waiting)
     }
 
+    @Test func oneReleaseRunsAtATimeAndOneTimerWaitsForTheSoonestJobDue() {
+        let incident = makeIncident()
+        incident.enter(.waiting)
+        #expect(!incident.startsRelease())
+        incident.enter(.pacing(running: false))
+        #expect(incident.startsRelease() && incident.isReleasing)
+        #expect(!incident.startsRelease())
+
+        #expect(incident.delayedWake() == nil)
+        incident.append(command(1), failed: true, due: at(30))
+        #expect(incident.delayedWake() == at(30))
+        // Armed as soon already: no second timer; a sooner job needs one.
+        incident.append(command(2), failed: true, due: at(40))
+        #expect(incident.delayedWake() == nil)
+        incident.append(command(3), failed: true, due: at(20))
+        #expect(incident.delayedWake() == at(20))
+    }
+
     @Test func heldItsJobsWaitingOutABackOffWaitNoMore() {
         let incident = makeIncident()
         incident.enter(.pacing(running: false))

@@ -329,10 +329,7 @@ extension ErrorBus {
     /// Arms the one timer of an incident's jobs waiting out a back-off for the soonest, unless
     /// one is armed as soon.
     func armDelayedWake(_ incident: IncidentRecord) {
-        guard let due = incident.nextDue else { return }
-        if let armed = incident.delayedWakeAt, armed <= due { return }
-        incident.delayedWakeAt = due
-        work.yield(.delayedDue(incident.id, deadline: due))
+        if let due = incident.delayedWake() { work.yield(.delayedDue(incident.id, deadline: due)) }
     }
 
     /// The back-off of some of an incident's jobs is over: they may run again, with its release
@@ -342,8 +339,7 @@ extension ErrorBus {
         // moved everything due.
         guard let incident = incidents[id], incident.delayedWakeAt == deadline else { return }
         incident.delayedWakeAt = nil
-        if incident.moveDue(at: clock.now()), incident.state.releases, !incident.isReleasing {
-            incident.isReleasing = true
+        if incident.moveDue(at: clock.now()), incident.startsRelease() {
             work.yield(.release(incident.id, generation: incident.generation))
         }
         armDelayedWake(incident)

@@ -13,8 +13,7 @@ extension ErrorBus {
         switch incident.state {
         case .pacing:
             // Its jobs waiting out a back-off go now, at the scope's pace.
-            if incident.moveDue(at: nil), !incident.isReleasing {
-                incident.isReleasing = true
+            if incident.moveDue(at: nil), incident.startsRelease() {
                 work.yield(.release(incident.id, generation: incident.generation))
             }
         case .releasing, .canary, .probing, .reauthenticating:

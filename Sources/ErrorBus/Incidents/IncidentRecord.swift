@@ -117,6 +117,22 @@ final class IncidentRecord {
         }
     }
 
+    /// Marks a run of its released or paced jobs as under way: returns whether one must start
+    /// (it releases or paces, and none runs).
+    func startsRelease() -> Bool {
+        guard state.releases, !isReleasing else { return false }
+        isReleasing = true
+        return true
+    }
+
+    /// The instant to arm the one timer of its jobs waiting out a back-off for (the soonest due),
+    /// unless one is armed as soon.
+    func delayedWake() -> TimelineInstant? {
+        guard let due = nextDue, delayedWakeAt.map({ due < $0 }) ?? true else { return nil }
+        delayedWakeAt = due
+        return due
+    }
+
     /// While it settles, when its cause went away.
     var recovered: TimelineInstant? {
         if case .settling(let since) = phase { since } else { nil }
