@@ -39,17 +39,31 @@ package struct TimelineInstant: InstantProtocol, CustomStringConvertible {
 package struct Timeline: Sendable {
     package let now: @Sendable () -> TimelineInstant
     package let sleep: @Sendable (TimelineInstant) async throws -> Void
-    /// The wall-clock time of the timeline's start, read once.
-    package let startDate: Date
+    /// Today's date, as the timeline's clock has it: the system's for the system's clocks,
+    /// the start's plus the time since for any other (a test's manual clock).
+    private let today: @Sendable () -> Date
 
-    /// A timeline of `clock` from now, its start by the wall clock read once.
+    /// A timeline of `clock` from now. Dates on it are the system's when `clock` is the
+    /// continuous or suspending clock, so that a correction of the system's time (NTP at boot)
+    /// shows in them; for any other clock they start at the wall-clock time read once now and
+    /// move as `clock` does.
     package init<C: Clock>(_ clock: C) where C.Duration == Duration {
-        self.init(clock, startDate: Date())
+        if clock is ContinuousClock || clock is SuspendingClock {
+            self.init(clock, today: { Date() })
+        } else {
+            self.init(clock, startDate: Date())
+        }
     }
 
+    /// A timeline of `clock` from now whose dates start at `startDate` and move as `clock` does.
     package init<C: Clock>(_ clock: C, startDate: Date) where C.Duration == Duration {
         let origin = clock.now
-        self.startDate = startDate
+        self.init(clock, today: { startDate.addingTimeInterval(Self.seconds(origin.duration(to: clock.now))) })
+    }
+
+    private init<C: Clock>(_ clock: C, today: @escaping @Sendable () -> Date) where C.Duration == Duration {
+        let origin = clock.now
+        self.today = today
         now = { TimelineInstant(offset: origin.duration(to: clock.now)) }
         sleep = { deadline in try await clock.sleep(until: origin.advanced(by: deadline.offset), tolerance: nil) }
     }
@@ -59,10 +73,13 @@ package struct Timeline: Sendable {
         try await sleep(now().advanced(by: duration))
     }
 
-    /// The wall-clock time of `instant`, for people: the start's plus the time since on the
-    /// injected clock (which a manual clock in tests moves, and a change of the system's time
-    /// does not).
+    /// The wall-clock time of `instant`, for people: today's date less the time since on the
+    /// injected clock.
     package func date(of instant: TimelineInstant) -> Date {
-        startDate.addingTimeInterval(Double(instant.offset.components.seconds) + Double(instant.offset.components.attoseconds) * 1e-18)
+        today().addingTimeInterval(-Self.seconds(instant.duration(to: now())))
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
 }
