@@ -20,7 +20,7 @@ struct LoopbackHTTPServerTests {
                 request.method = .POST
                 request.headers.add(name: "X-Question", value: "tea?")
                 request.body = .bytes(ByteBuffer(string: "earl grey"))
-                let response = try await client.execute(request, deadline: .now() + .seconds(10))
+                let response = try await client.execute(request, deadline: .now() + .seconds(30))
                 #expect(response.status.code == 418)
                 #expect(response.headers.first(name: "X-Answer") == "tea?")
                 #expect(response.headers.first(name: "Content-Length") == "26")
@@ -42,7 +42,7 @@ struct LoopbackHTTPServerTests {
             try await withErrorbusClient { client in
                 // Twice on one connection: the first answer ended where the client expected.
                 for _ in 1...2 {
-                    let response = try await client.execute(HTTPClientRequest(url: server.baseURL + "/healthz"), deadline: .now() + .seconds(10))
+                    let response = try await client.execute(HTTPClientRequest(url: server.baseURL + "/healthz"), deadline: .now() + .seconds(30))
                     #expect(response.status == .noContent)
                     #expect(response.headers.first(name: "Content-Length") == nil)
                     #expect(try await response.body.collect(upTo: 1024).readableBytes == 0)
@@ -54,7 +54,7 @@ struct LoopbackHTTPServerTests {
     @Test func theRequestsStreamAsTheyAreReadAndEndWithTheServer() async throws {
         let requests = try await LoopbackHTTPServer.serving(answer: { _ in .init(status: 200) }) { server in
             try await withErrorbusClient { client in
-                async let response = client.execute(HTTPClientRequest(url: server.baseURL + "/first"), deadline: .now() + .seconds(10))
+                async let response = client.execute(HTTPClientRequest(url: server.baseURL + "/first"), deadline: .now() + .seconds(30))
                 var reads = server.requests.makeAsyncIterator()
                 #expect(await reads.next()?.path == "/first")
                 let status = try await response.status
@@ -109,7 +109,7 @@ struct LoopbackHTTPServerTests {
         let stopped = try #require(port)
         try await withErrorbusClient { client in
             do throws(HTTPFailure) {
-                _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(stopped)/"), accepting: [.ok], deadline: .now() + .seconds(10))
+                _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(stopped)/"), accepting: [.ok], deadline: .now() + .seconds(30))
                 Issue.record("a stopped server answered")
             } catch {
                 #expect(error.cause == "connectionRefused")
