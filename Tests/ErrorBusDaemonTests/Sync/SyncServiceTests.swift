@@ -101,7 +101,10 @@ extension SyncServiceTests {
             // An operator pauses sync: an incident holds its jobs back.
             let pause = await harness.bus.pause(SyncService.service)
             for number in 0..<10 { try harness.drop("item-\(number).bin") }
-            // The bus parks two; the other eight wait in the store, queued, not in memory.
+            // The bus parks two; the other eight wait in the store, queued, not in memory. The
+            // dispatcher claims the two (in flight in the store) before the bus parks them, so the
+            // queue's eight alone do not say the two are parked yet: wait for the bus first.
+            await harness.bus.waitUntilParked(2)
             while await harness.sync.heldQueue()?.jobs != 8 { try await Task.sleep(for: .milliseconds(5)) }
             #expect(await harness.bus.heldJobs(service: SyncService.service).count == 2)
             #expect(try harness.store.counts() == JobCounts([.queued: 8, .inFlight: 2]))
