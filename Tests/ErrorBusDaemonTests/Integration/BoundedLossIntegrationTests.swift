@@ -22,6 +22,18 @@ struct BoundedLossIntegrationTests {
         try await Ctl.varlink(daemon) { try await $0.call(Control.getMetrics) }.text
     }
 
+    /// The exposition once `counted` holds of it, read again a bounded number of times. A
+    /// counter is raised after the log line or the file a test waits for: a moment after it, or
+    /// after the awaits that follow (the last dead letter's recording, say). An exposition read
+    /// at once may come before it. The caller checks the exposition returned.
+    static func metrics(_ daemon: DaemonProcess, once counted: (String) -> Bool) async throws -> String {
+        var text = try await metrics(daemon)
+        for _ in 0..<200 where !counted(text) {
+            text = try await metrics(daemon)
+        }
+        return text
+    }
+
     /// How many times `needle` is in `text`.
     static func occurrences(of needle: String, in text: String) -> Int {
         text.components(separatedBy: needle).count - 1
@@ -58,7 +70,9 @@ struct BoundedLossIntegrationTests {
             #expect(status.backlog.files == 3 && status.backlog.maxFiles == 3 && status.backlog.overflow == "reject-new")
             #expect(status.backlog.rejectedFiles == 4)
             #expect(try daemon.outboxFiles().count == 7)
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_overflow_files_total{policy="reject_new"} 4"#))
+            // Counted just after the line the test waited for was logged.
+            let rejectedLine = #"errorbus_sync_overflow_files_total{policy="reject_new"} 4"#
+            #expect(try await Self.metrics(daemon, once: { $0.contains(rejectedLine) }).contains(rejectedLine))
             // Told once, not once per file.
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
@@ -104,10 +118,15 @@ struct BoundedLossIntegrationTests {
             // the two newest.
             let names = Set(dead.map(\.fileName))
             #expect(names.isSubset(of: ["item-0.bin", "item-1.bin", "item-2.bin", "item-3.bin"]), "\(names)")
-            let metrics = try await Self.metrics(daemon)
+            // Both counters are raised once room is made, after the last dead letter was recorded
+            // and told; the dead letters' last.
+            let overflowDeadLetters = { (metrics: String) in
+                metrics.split(separator: "\n").contains { $0.hasPrefix("errorbus_jobs_dead_lettered_total{") && $0.contains(#"category="overflow""#) && $0.hasSuffix(" 3") }
+            }
+            let metrics = try await Self.metrics(daemon, once: overflowDeadLetters)
             #expect(metrics.contains(#"errorbus_sync_overflow_files_total{policy="drop_oldest"} 3"#))
             // Dead letters as any other, their cause the backlog's limit.
-            #expect(metrics.split(separator: "\n").contains { $0.hasPrefix("errorbus_jobs_dead_lettered_total{") && $0.contains(#"category="overflow""#) && $0.hasSuffix(" 3") }, "\(metrics)")
+            #expect(overflowDeadLetters(metrics), "\(metrics)")
             #expect(Self.occurrences(of: "The backlog is over sync.backlog.max-files (3)", in: daemon.log) == 1)
 
             try await sandbox.clearFaults()
@@ -131,8 +150,12 @@ struct BoundedLossIntegrationTests {
             let pruned = try store.jobs(.discarded)
             #expect(pruned.map(\.fileName) == ["bad-0.bin", "bad-1.bin", "bad-2.bin"])
             #expect(pruned.allSatisfy { $0.reason?.contains("more than sync.dead-letters.max-count (2)") == true })
-            #expect(try await Self.metrics(daemon).contains(#"errorbus_sync_dead_letters_pruned_total{limit="max_count"} 3"#))
-            // Told once a minute at most, not once per dead letter given up.
+            // Counted just after the files were removed.
+            let prunedLine = #"errorbus_sync_dead_letters_pruned_total{limit="max_count"} 3"#
+            #expect(try await Self.metrics(daemon, once: { $0.contains(prunedLine) }).contains(prunedLine))
+            // Told once a minute at most, not once per dead letter given up: after the files went
+            // and were counted, so waited for first.
+            try await daemon.waitForLog("Dead letters given up, oldest first, their files removed")
             #expect(Self.occurrences(of: "Dead letters given up, oldest first, their files removed", in: daemon.log) == 1)
             // The health check counts the two kept, which wait for an operator, as errorbus_jobs
             // does; not the three given up.
