@@ -432,6 +432,9 @@ struct ControlIntegrationTests {
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             for number in 0..<4 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
             try await daemon.waitForLog("parked under incident 1", count: 4)
+            // The incident reporter counts the opening, then logs it, from its own subscription:
+            // the sync service's "parked" lines do not say it has yet.
+            try await daemon.waitForLog("incident 1 opened")
             // The incident's canary (every 0.2 s and more here) takes one parked job out for the
             // few milliseconds it runs: read again, a bounded number of times, until none is out.
             var during = try await Self.ctl(daemon, "metrics")
