@@ -338,12 +338,14 @@ struct PoisonIntegrationTests {
             let content = Data("the file this API never answers\n".utf8)
             try daemon.drop("poison.bin", content: content)
             try await daemon.waitForLog("incident 1 opened: ")
+            // Keyed by content and name (the WebDAV contract tells files by name). In flight in the
+            // store from its first upload on, canary or not: read before the canary is looked
+            // for, so that only the discard comes between seeing the canary and acting on it.
+            let id = String(try #require(try DaemonIntegrationTests.store(of: daemon).jobs(.inFlight).first?.id).prefix(12))
             // No event says a canary started: the incident's state does, while it runs.
             while try await ControlIntegrationTests.varlink(daemon, { try await $0.call(Control.getIncident, .init(id: 1)) }).incident.state != "canary" {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            // Keyed by content and name (the WebDAV contract tells files by name).
-            let id = String(try #require(try DaemonIntegrationTests.store(of: daemon).jobs(.inFlight).first?.id).prefix(12))
             let discarded = try await ControlIntegrationTests.ctl(daemon, "discard", "--job", id)
             #expect(discarded.status == 0, "\(discarded.standardError)")
             #expect(discarded.standardOutput.contains("discarded: 1 (being uploaded: it stops when its upload ends"), "\(discarded.standardOutput)")
