@@ -100,13 +100,13 @@ extension ErrorBus {
         transition(incident, to: incident.phase)
         switch step {
         case .canary:
-            guard let first = incident.first else {
+            guard let first = incident.first?.job ?? incident.durableJob else {
                 // Nothing waits to be tried, and nothing said the cause is gone.
                 resolveEmptied(incident)
                 return
             }
             let now = clock.now()
-            if incident.isolation, !byOperator, holdingIncident(for: first.job) != nil {
+            if incident.isolation, !byOperator, holdingIncident(for: first) != nil {
                 // An incident of everyone's holds the job's scope: its own retry waits, and
                 // counts nothing.
                 execute(incident.policy.stepFinished(.failed(reason: "held", retryAfter: nil), at: now, using: &random), for: incident)
@@ -207,6 +207,12 @@ extension ErrorBus {
         if openIncidents[incident.fingerprint] === incident {
             openIncidents[incident.fingerprint] = nil
         }
+        if incident.hasParked, !incident.durable.isEmpty {
+            // Whatever ended it, nothing of it holds them any more.
+            let services = incident.durableServices
+            incident.noneParkedDurably(services)
+            work.yield(.releaseDurable(incident.id, services: services))
+        }
         let snapshot = incident.snapshot(at: now)
         recentlyResolved.append(snapshot)
         while recentlyResolved.count > configuration.resolvedIncidentHistory { recentlyResolved.removeFirst() }
@@ -217,18 +223,30 @@ extension ErrorBus {
     // MARK: - Canary
 
     nonisolated func runCanary(_ id: IncidentID, generation: UInt64) async {
-        let (canary, expired) = await takeCanary(id, generation: generation)
+        let (canary, expired, sources) = await takeCanary(id, generation: generation)
         for command in expired {
             await command.completion(.stopped(JobStopped(evaluation: .cancel, reason: .expired, incident: id)))
         }
-        guard let canary else { return }
-        await runHeld(canary, .canary(id))
+        if let canary {
+            await runHeld(canary, .canary(id))
+            return
+        }
+        // Its jobs are parked with their owners: one of them runs one and records its verdict,
+        // before anyone hears what that did to the incident.
+        for (service, source) in sources {
+            if let verdict = await source.runOne(parkedUnder: id, as: CanaryRun(bus: self, incident: id)) {
+                await canaryEnded(id, verdict)
+                return
+            }
+            await noneParked(id, generation: generation, service: service)
+        }
     }
 
     /// Takes the incident's first parked job as its canary, passing over (and handing back) the
-    /// jobs whose time ran out before their expiry was handled.
-    private func takeCanary(_ id: IncidentID, generation: UInt64) -> (Command?, expired: [Command]) {
-        guard let incident = incidents[id], incident.generation == generation, incident.state == .canary else { return (nil, []) }
+    /// jobs whose time ran out before their expiry was handled; or, when the bus holds none of
+    /// its jobs, the sources of the durable queues that keep some.
+    private func takeCanary(_ id: IncidentID, generation: UInt64) -> (Command?, expired: [Command], sources: [(String, any ParkedJobSource)]) {
+        guard let incident = incidents[id], incident.generation == generation, incident.state == .canary else { return (nil, [], []) }
         var expired: [Command] = []
         let now = clock.now()
         while let command = takeFirst(from: incident) {
@@ -236,11 +254,55 @@ extension ErrorBus {
                 expired.append(command)
                 continue
             }
-            return (command, expired)
+            return (command, expired, [])
         }
-        // Its jobs were cancelled or expired meanwhile: nothing left to try.
-        resolveEmptied(incident)
-        return (nil, expired)
+        let sources = durableSources(of: incident)
+        if sources.isEmpty {
+            // Its jobs were cancelled or expired meanwhile: nothing left to try.
+            resolveEmptied(incident)
+        }
+        return (nil, expired, sources)
+    }
+
+    /// The sources of the durable queues with jobs parked under `incident`; those of services
+    /// whose source is gone are forgotten (nothing can ask for their jobs).
+    private func durableSources(of incident: IncidentRecord) -> [(String, any ParkedJobSource)] {
+        var sources: [(String, any ParkedJobSource)] = []
+        for service in incident.durableServices.sorted() {
+            if let source = parkedJobSources[service] {
+                sources.append((service, source))
+            } else {
+                logger.warning("no source of parked jobs for \(service): its jobs parked under incident \(incident.id) wait for its next start")
+                incident.noneParkedDurably([service])
+            }
+        }
+        return sources
+    }
+
+    /// The source of `service`'s durable queue has no job parked under the incident: when that
+    /// leaves its canary nothing to try, it ends.
+    private func noneParked(_ id: IncidentID, generation: UInt64, service: String) {
+        guard let incident = incidents[id] else { return }
+        incident.noneParkedDurably([service])
+        if incident.generation == generation, incident.state == .canary, !incident.hasParked {
+            resolveEmptied(incident)
+        }
+    }
+
+    /// A canary from a durable queue came back with `verdict`, recorded by its owner.
+    private func canaryEnded(_ id: IncidentID, _ verdict: Verdict) {
+        switch verdict {
+        case .succeeded: canarySucceeded(id)
+        case .stopped(let stopped) where stopped.reason == .deadLettered: if let own = stopped.incident { gaveUp(own) }
+        case .stopped, .parked, .retry: break
+        }
+    }
+
+    /// Tells the owners of durable queues that the jobs parked under a resolved incident may go.
+    nonisolated func releaseDurable(_ id: IncidentID, services: [String]) async {
+        for service in services {
+            await parkedJobSources[service]?.release(id)
+        }
     }
 
     /// Ends an incident left with no job to try before anything said its cause was gone: an
@@ -318,7 +380,7 @@ extension ErrorBus {
     func startRelease(_ incident: IncidentRecord) {
         transition(incident, to: .releasing(running: false))
         emit(BusEvent(kind: .releaseStarted, incident: incident.snapshot(at: clock.now())))
-        if incident.isEmpty {
+        if !incident.hasParked {
             if incident.fingerprint.kind == .invalid { resolve(incident, as: .closed) } else { recovered(incident) }
         } else {
             incident.isReleasing = true
@@ -350,6 +412,11 @@ extension ErrorBus {
     /// concurrency limit, which starts slow now that the cause is gone; at most
     /// ``ErrorBusConfiguration/Concurrency/maximum`` released jobs are under way at once.
     nonisolated func runRelease(_ id: IncidentID, generation: UInt64) async {
+        // The jobs kept in durable queues go back to their owners' queues at once: admission
+        // paces them there, as new work.
+        for (_, source) in await takeDurableSources(id, generation: generation) {
+            await source.release(id)
+        }
         let concurrency = configuration.concurrency.maximum
         await withTaskGroup(of: Void.self) { group in
             var running = 0
@@ -367,6 +434,14 @@ extension ErrorBus {
             }
         }
         await releaseFinished(id, generation: generation)
+    }
+
+    /// The sources of the durable queues whose jobs a release under way lets go.
+    private func takeDurableSources(_ id: IncidentID, generation: UInt64) -> [(String, any ParkedJobSource)] {
+        guard let incident = incidents[id], incident.generation == generation, incident.state.releases else { return [] }
+        let sources = durableSources(of: incident)
+        incident.noneParkedDurably(incident.durableServices)
+        return sources
     }
 
     /// The next job to release, with its start delay; `nil` once release is over or stopped.

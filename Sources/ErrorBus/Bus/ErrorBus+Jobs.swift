@@ -73,6 +73,26 @@ extension ErrorBus {
         await submit(Command(serial: nextSerial(), job: job, submittedAt: clock.now(), operation: operation, completion: completion))
     }
 
+    /// Runs `job` once for an owner that keeps its jobs in a durable queue of its own, and says
+    /// what to do with it: the bus holds nothing of the job afterwards, whatever the verdict.
+    ///
+    /// The operation runs at once in the caller's task (taking a slot of its scope's concurrency
+    /// limit, waiting for one if need be), unless an open incident holds the job's scope, realm
+    /// or service: then it does not run, and the verdict parks it under that incident
+    /// (`failed: false`). A failure is categorised, offered to the service's responders, and
+    /// otherwise joins or opens an incident, as for ``perform(_:operation:)``; the verdict says
+    /// where the job waits. The owner records the verdict, and keeps a parked job until the
+    /// incident asks for it through the ``ParkedJobSource`` registered for the job's service
+    /// (``setParkedJobSource(_:forService:)``).
+    ///
+    /// Parked jobs of such an owner cost the bus no memory, however many there are. The job's
+    /// own limits (``Job/maxAttempts``, ``Job/expiresAfter``) apply to this run only: across runs
+    /// they are the owner's to keep.
+    public nonisolated func run(_ job: Job, operation: @escaping @Sendable () async throws -> Void) async -> Verdict {
+        if let refused = refusal(of: job) { return .stopped(refused) }
+        return await run(durableCommand(job, operation: operation), .first)
+    }
+
     /// Reports a failure that has nothing to re-run: it is offered to the service's responders,
     /// then joins or opens an incident, whose policy runs as for any other failure.
     ///
@@ -197,6 +217,18 @@ extension ErrorBus {
         case parked(IncidentID?)
         case stopped(JobStopped)
         case retryNow
+        /// A job of a durable queue runs again after this long (``Verdict/retry(after:)``).
+        case retryLater(Duration)
+    }
+
+    /// What a run (or the runs a responder's retries add) came to.
+    enum RunResult {
+        case completed(latency: Duration)
+        case stopped(JobStopped)
+        /// Parked under an incident, or held for the retry budget (`nil`); `failed`: it ran and
+        /// failed, as opposed to being held back before it ran.
+        case parked(IncidentID?, failed: Bool)
+        case retryLater(Duration)
     }
 
     enum ResponderDecision {
@@ -209,8 +241,39 @@ extension ErrorBus {
     }
 
     nonisolated func submit(_ command: Command) async -> Submission {
-        if let limit = command.job.maxAttempts, limit < 1 {
-            let job = command.job
+        if let refused = refusal(of: command.job) { return .stopped(refused) }
+        switch await attempt(command, .first) {
+        case .completed: return .completed
+        case .stopped(let stopped): return .stopped(stopped)
+        case .parked(let id, _): return .parked(id)
+        case .retryLater:
+            // Only a job of a durable queue is told to come back later.
+            preconditionFailure("a command the bus holds was told to retry later")
+        }
+    }
+
+    /// A command of a durable queue's job (``run(_:operation:)``): never held by the bus.
+    nonisolated func durableCommand(_ job: Job, operation: @escaping @Sendable () async throws -> Void) -> Command {
+        var command = Command(serial: nextSerial(), job: job, submittedAt: clock.now(), operation: operation, completion: { _ in })
+        command.durable = true
+        return command
+    }
+
+    /// Runs a command of a durable queue, as its first run or its incident's canary, and says
+    /// where it waits.
+    nonisolated func run(_ command: Command, _ context: AttemptContext) async -> Verdict {
+        switch await attempt(command, context) {
+        case .completed(let latency): .succeeded(latency: latency)
+        case .stopped(let stopped): .stopped(stopped)
+        case .parked(let id?, let failed): .parked(id, failed: failed)
+        case .parked(nil, _): preconditionFailure("a durable queue's job was held for the retry budget")
+        case .retryLater(let delay): .retry(after: delay)
+        }
+    }
+
+    /// Why the bus refuses to run `job` at all, if it does.
+    nonisolated func refusal(of job: Job) -> JobStopped? {
+        if let limit = job.maxAttempts, limit < 1 {
             let failure = Failure(
                 category: .invalid(reason: "maxAttempts below 1"),
                 scope: job.scope,
@@ -222,9 +285,9 @@ extension ErrorBus {
                     next: "Give it a maxAttempts of at least 1, or nil for no limit."
                 )
             )
-            return .stopped(JobStopped(evaluation: .cancel, reason: .attemptsExhausted, failure: failure))
+            return JobStopped(evaluation: .cancel, reason: .attemptsExhausted, failure: failure)
         }
-        return await attempt(command, .first)
+        return nil
     }
 
     enum AdmissionDecision {
@@ -242,7 +305,7 @@ extension ErrorBus {
         switch park(command, in: holder, failed: false, failure: nil) {
         case .parked(let id?): return .parked(id)
         case .stopped(let stopped): return .stopped(stopped)
-        case .parked(nil), .retryNow: return .run
+        case .parked(nil), .retryNow, .retryLater: return .run
         }
     }
 
@@ -265,7 +328,7 @@ extension ErrorBus {
     /// one if need be, or parks when an incident holds the job back. The slot is given back with
     /// what the run says of the scope's load: its latency, or whether its failure was
     /// back-pressure.
-    nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> Submission {
+    nonisolated func attempt(_ command: Command, _ context: AttemptContext) async -> RunResult {
         var context = context
         // Whether a failed run was already retried at once (a responder's retry, or one with
         // renewed credentials): a refusal counts as refusing renewed credentials only once.
@@ -290,7 +353,7 @@ extension ErrorBus {
                 case .ask:
                     switch await admit(command) {
                     case .run: continue
-                    case .parked(let id): return .parked(id)
+                    case .parked(let id): return .parked(id, failed: false)
                     case .stopped(let stopped): return .stopped(stopped)
                     }
                 }
@@ -312,7 +375,7 @@ extension ErrorBus {
                     admission.withLock { $0.calibrate(command.job, with: latency, fresh: command.isFresh, counts: command.counts, suspected: command.suspectedFreshRun) }
                 }
                 pendingSuccesses.add(1, ordering: .relaxed)
-                return .completed
+                return .completed(latency: latency)
             } catch {
                 let decision = await failed(command, error, context, startedAt: started, successesBefore: successesBefore, retried: retried)
                 // Given back once the failure is routed: runs waiting for the slot find the
@@ -323,8 +386,9 @@ extension ErrorBus {
                     return await stopCancelled(command, after: decision, context)
                 }
                 switch decision {
-                case .parked(let id): return .parked(id)
+                case .parked(let id): return .parked(id, failed: true)
                 case .stopped(let stopped): return .stopped(stopped)
+                case .retryLater(let delay): return .retryLater(delay)
                 case .retryNow:
                     retried = true
                     context = context.retried
@@ -365,10 +429,12 @@ extension ErrorBus {
 
     /// Ends a command that was cancelled while it ran (``cancel(job:service:)``), once its failure
     /// has been counted: taken back from where the failure parked it.
-    private nonisolated func stopCancelled(_ command: Command, after decision: FailureDecision, _ context: AttemptContext) async -> Submission {
+    private nonisolated func stopCancelled(_ command: Command, after decision: FailureDecision, _ context: AttemptContext) async -> RunResult {
         switch decision {
         case .stopped(let stopped):
             return .stopped(stopped)
+        case .retryLater:
+            return .stopped(JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: context.incident))
         case .parked(let id):
             await withdrawCancelled(command, from: id)
             return .stopped(JobStopped(evaluation: .cancel, reason: .cancelledByOperator, incident: id))
@@ -470,7 +536,7 @@ extension ErrorBus {
             await command.completion(.stopped(stopped))
             // Likewise for a job given up by its own incident.
             if stopped.reason == .deadLettered, let id = stopped.incident { await gaveUp(id) }
-        case .parked: break
+        case .parked, .retryLater: break
         }
     }
 
@@ -498,7 +564,7 @@ extension ErrorBus {
             // It found its work replaced before it reached the scope: it says nothing of the
             // cause, and the next job is tried now.
             case .stopped(let stopped) where stopped.reason == .superseded: take(.canary, for: incident, byOperator: true)
-            case .parked, .stopped: stepFinished(incident, .succeeded)
+            case .parked, .stopped, .retryLater: stepFinished(incident, .succeeded)
             }
         }
         return decision
@@ -570,6 +636,10 @@ extension ErrorBus {
         if command.job.whenHeld == .failFast {
             // The retry would wait for the budget: a job that may not wait ends now.
             return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure))
+        }
+        if command.durable {
+            // Its owner keeps it until the budget has a token.
+            return .retryLater(now.duration(to: budget.nextToken(after: now)))
         }
         budgetWaiters.append(command)
         scheduleExpiry(of: command)
@@ -795,6 +865,12 @@ extension ErrorBus {
             return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure, incident: incident.id))
         }
         if let stopped = limitReached(command, failure: failure, incident: incident.id) { return .stopped(stopped) }
+        if command.durable {
+            // Its owner keeps it: parked under the incident, or queued until its back-off is over.
+            if let due { return .retryLater(max(.zero, clock.now().duration(to: due))) }
+            incident.parkedDurably(command.job)
+            return .parked(incident.id)
+        }
         guard parkedTotal < configuration.maxParkedJobs else {
             overflowCount += 1
             let reason = "parking is full (\(configuration.maxParkedJobs) jobs held); \(command.job) was not parked"

@@ -29,6 +29,8 @@ public actor ErrorBus: Service {
     /// The authenticator of realms without one of their own.
     var authenticator: (any Authenticator)?
     var authenticators: [String: any Authenticator] = [:]
+    /// Who keeps each service's parked jobs, for services that keep them in durable queues.
+    var parkedJobSources: [String: any ParkedJobSource] = [:]
     var random: any RandomNumberGenerator
 
     enum Lifecycle {
@@ -112,6 +114,9 @@ public actor ErrorBus: Service {
         case attemptTimer(deadline: TimelineInstant)
         /// A server said a job's quota is spent until a reset: an incident tells it.
         case quotaSpent(Job, reset: Duration)
+        /// An incident resolved with jobs parked under it in durable queues: their owners
+        /// release them.
+        case releaseDurable(IncidentID, services: [String])
     }
 
     /// Creates a bus. Nothing runs until ``run()`` is called.
@@ -176,6 +181,13 @@ public actor ErrorBus: Service {
     /// place of the bus's own; `nil` lets the bus's own sign in for it again.
     public func setAuthenticator(_ authenticator: (any Authenticator)?, forRealm realm: String) {
         authenticators[realm] = authenticator
+    }
+
+    /// Sets who keeps `service`'s parked jobs in a durable queue of its own: the bus asks it for
+    /// one of them as an incident's canary, and tells it when an incident releases them
+    /// (``run(_:operation:)``). `nil` takes it away.
+    public func setParkedJobSource(_ source: (any ParkedJobSource)?, forService service: String) {
+        parkedJobSources[service] = source
     }
 
     /// The probe of a scope: its own, or the bus's.
@@ -270,6 +282,8 @@ public actor ErrorBus: Service {
             await runReauthentication(id, generation: generation, realm: realm)
         case .release(let id, let generation):
             await runRelease(id, generation: generation)
+        case .releaseDurable(let id, let services):
+            await releaseDurable(id, services: services)
         case .delayedDue(let id, let deadline):
             guard (try? await clock.sleep(deadline)) != nil else { return }
             await delayedDue(id, armedFor: deadline)

@@ -54,6 +54,10 @@ final class IncidentRecord {
     /// When the one timer that moves due ``delayed`` jobs on is armed for.
     var delayedWakeAt: TimelineInstant?
     var parkedByService: [String: Int] = [:]
+    /// The services whose owners keep jobs parked under it in durable queues of their own
+    /// (``ParkedJobSource``), each with one of those jobs (its scope and realm, for asking what
+    /// holds it): the bus keeps nothing per job of theirs, and asks their source.
+    private(set) var durable: [String: Job] = [:]
     var released = 0
     var deadLettered = 0
     /// The step the policy scheduled and when.
@@ -204,7 +208,29 @@ final class IncidentRecord {
     /// How many jobs are parked under it.
     var parkedCount: Int { waiting.count + failed.count + delayed.count }
 
+    /// Whether no job is parked in it (the bus's own parked jobs; those of durable queues are
+    /// their owners' to tell).
     var isEmpty: Bool { waiting.isEmpty && failed.isEmpty && delayed.isEmpty }
+
+    /// Whether it may have jobs to try or release: its own, or some parked with their owners.
+    var hasParked: Bool { !isEmpty || !durable.isEmpty }
+
+    /// One of the jobs parked under it in durable queues, if any.
+    var durableJob: Job? { durable.values.first }
+
+    /// The services with jobs parked under it in durable queues.
+    var durableServices: [String] { Array(durable.keys) }
+
+    /// A job of `job`'s service is parked under it in its owner's durable queue.
+    func parkedDurably(_ job: Job) {
+        if durable[job.service] == nil { durable[job.service] = job }
+    }
+
+    /// The owners of durable queues said they have no job parked under it (`services`), or
+    /// released them.
+    func noneParkedDurably(_ services: some Sequence<String>) {
+        for service in services { durable[service] = nil }
+    }
 
     /// Whether a parked job may be tried or released now (none waits out a back-off).
     var hasReady: Bool { !waiting.isEmpty || !failed.isEmpty }
@@ -387,6 +413,9 @@ struct Command: Sendable {
     let operation: @Sendable () async throws -> Void
     /// Receives the final outcome of a command the bus held.
     let completion: @Sendable (JobOutcome) async -> Void
+    /// Whether its owner keeps it in a durable queue (``ErrorBus/run(_:operation:)``): the bus
+    /// never holds it, and tells the owner where it waits instead (``Verdict``).
+    var durable = false
     /// The state of the job's limits for this submission, for a job with any; `nil` otherwise.
     var limits: Job.LimitsBox? { job.limits }
     /// Its runs that failed so far (this submission's).

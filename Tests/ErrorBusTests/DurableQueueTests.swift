@@ -1,0 +1,205 @@
+import ErrorBus
+import ErrorBusTesting
+import Synchronization
+import Testing
+
+/// Jobs whose owner keeps them in a durable queue of its own (`ErrorBus.run(_:operation:)`): the
+/// bus decides where each waits and keeps nothing of it; the owner records each verdict, and the
+/// bus asks the owner's `ParkedJobSource` for a canary and tells it when an incident releases.
+@Suite(.timeLimit(.minutes(1)))
+struct DurableQueueTests {
+    @Test func anOutageParksTheJobsWithTheirOwnerAndTheBusHoldsNone() async throws {
+        try await withRunningBus { bus, clock, events in
+            let scope = ScopeSwitch()
+            let queue = DurableQueue(bus: bus) { _ in try scope.check() }
+            await bus.setParkedJobSource(queue, forService: "sync")
+            await queue.add((0..<50).map { Job.sync($0) })
+            let verdicts = await queue.runQueued()
+
+            let incident = try #require(try await events.next(.incidentOpened).incident?.id)
+            #expect(verdicts.count == 50)
+            #expect(verdicts.allSatisfy { if case .parked(incident, _) = $0 { true } else { false } })
+            #expect(await queue.count(.parked(incident, failed: true)) >= 1)
+            // The queue is the one place they wait: the bus holds none of them, in any count.
+            let snapshot = await bus.snapshot()
+            #expect(snapshot.parkedJobs == 0)
+            #expect(snapshot.incidents.map(\.parked) == [0])
+
+            // The cause goes away: the canary is one of the queue's parked jobs, run by the bus
+            // through the source; then the release gives the others back to the queue at once.
+            scope.heal()
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            let resolved = try await events.next(.incidentResolved)
+            #expect(resolved.incident?.resolution == .recovered)
+            #expect(await queue.releases == [incident])
+            #expect(await queue.count(.delivered) == 1)
+            #expect(await queue.count(.queued) == 49)
+
+            let again = await queue.runQueued()
+            #expect(again.allSatisfy { if case .succeeded = $0 { true } else { false } })
+            #expect(await queue.count(.delivered) == 50)
+        }
+    }
+
+    @Test func aJobHeldBackBehindAnIncidentDoesNotRun() async throws {
+        try await withRunningBus { bus, _, events in
+            let queue = DurableQueue(bus: bus) { _ in throw TestFailure.unreachable }
+            await bus.setParkedJobSource(queue, forService: "sync")
+            await queue.add([.sync(0)])
+            _ = await queue.runQueued()
+            let incident = try #require(try await events.next(.incidentOpened).incident?.id)
+
+            let ran = Mutex(false)
+            let verdict = await bus.run(.sync(1)) { ran.withLock { $0 = true } }
+            guard case .parked(incident, failed: false) = verdict else {
+                Issue.record("held back: \(verdict)")
+                return
+            }
+            #expect(!ran.withLock { $0 })
+        }
+    }
+
+    @Test func aFailedCanaryIsParkedAgainWithItsOwner() async throws {
+        try await withRunningBus { bus, clock, events in
+            let queue = DurableQueue(bus: bus) { _ in throw TestFailure.transient }
+            await bus.setParkedJobSource(queue, forService: "sync")
+            await queue.add([.sync(0), .sync(1)])
+            _ = await queue.runQueued()
+            let incident = try #require(try await events.next(.incidentOpened).incident?.id)
+
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            try await events.next(.canaryFailed)
+            // It ran once more and waits again, among those that failed under the incident.
+            #expect(await queue.canaries == [incident])
+            #expect(await queue.count(.parked(incident, failed: true)) == 2)
+            #expect(await bus.snapshot().parkedJobs == 0)
+        }
+    }
+
+    @Test func anIncidentWhoseOwnerHasNoJobLeftClosesUnrecovered() async throws {
+        try await withRunningBus { bus, clock, events in
+            let queue = DurableQueue(bus: bus) { _ in throw TestFailure.transient }
+            await bus.setParkedJobSource(queue, forService: "sync")
+            await queue.add([.sync(0)])
+            _ = await queue.runQueued()
+            try await events.next(.incidentOpened)
+            // An operator discards the parked job in the owner's queue.
+            await queue.discardParked()
+
+            clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
+            let resolved = try await events.next(.incidentResolved)
+            // Nothing said its cause was gone.
+            #expect(resolved.incident?.resolution == .closed)
+            #expect(await queue.canaries.isEmpty)
+        }
+    }
+}
+
+/// A scope that fails until it heals.
+private final class ScopeSwitch: Sendable {
+    private let failing = Mutex(true)
+
+    func check() throws {
+        if failing.withLock({ $0 }) { throw TestFailure.transient }
+    }
+
+    func heal() {
+        failing.withLock { $0 = false }
+    }
+}
+
+/// A library user's durable queue, kept in memory for the test: each job a row with a state,
+/// run through the bus's durable path, each verdict recorded.
+private actor DurableQueue: ParkedJobSource {
+    enum State: Equatable {
+        case queued
+        case running
+        case parked(IncidentID, failed: Bool)
+        case delivered
+        case stopped
+        case discarded
+    }
+
+    let bus: ErrorBus
+    let operation: @Sendable (Job) async throws -> Void
+    /// Jobs in the order they were queued, and where each stands.
+    private var order: [Job] = []
+    private var states: [String: State] = [:]
+    /// The incidents that released their jobs, and those whose canary the bus asked for.
+    private(set) var releases: [IncidentID] = []
+    private(set) var canaries: [IncidentID] = []
+
+    init(bus: ErrorBus, operation: @escaping @Sendable (Job) async throws -> Void) {
+        self.bus = bus
+        self.operation = operation
+    }
+
+    func add(_ jobs: [Job]) {
+        for job in jobs {
+            order.append(job)
+            states[job.id] = .queued
+        }
+    }
+
+    func count(_ state: State) -> Int {
+        states.values.count { $0 == state }
+    }
+
+    /// Runs every queued job at once through the bus, and records each verdict.
+    func runQueued() async -> [Verdict] {
+        let queued = order.filter { states[$0.id] == .queued }
+        for job in queued { states[job.id] = .running }
+        let (bus, operation) = (bus, operation)
+        let verdicts = await withTaskGroup(of: (Job, Verdict).self) { group in
+            for job in queued {
+                group.addTask { (job, await bus.run(job) { try await operation(job) }) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for (job, verdict) in verdicts { record(job, verdict) }
+        return verdicts.map(\.1)
+    }
+
+    func record(_ job: Job, _ verdict: Verdict) {
+        states[job.id] =
+            switch verdict {
+            case .succeeded: .delivered
+            case .parked(let incident, let failed): .parked(incident, failed: failed)
+            case .retry: .queued
+            case .stopped: .stopped
+            }
+    }
+
+    func discardParked() {
+        for (id, state) in states {
+            if case .parked = state { states[id] = .discarded }
+        }
+    }
+
+    /// The next job parked under `incident`: those that merely wait first, then those that failed.
+    private func take(parkedUnder incident: IncidentID) -> Job? {
+        let job = order.first { states[$0.id] == .parked(incident, failed: false) }
+            ?? order.first { states[$0.id] == .parked(incident, failed: true) }
+        if let job { states[job.id] = .running }
+        canaries.append(incident)
+        return job
+    }
+
+    func runOne(parkedUnder incident: IncidentID, as canary: CanaryRun) async -> Verdict? {
+        guard let job = take(parkedUnder: incident) else {
+            canaries.removeLast()
+            return nil
+        }
+        let operation = operation
+        let verdict = await canary.run(job) { try await operation(job) }
+        record(job, verdict)
+        return verdict
+    }
+
+    func release(_ incident: IncidentID) {
+        releases.append(incident)
+        for (id, state) in states {
+            if case .parked(incident, _) = state { states[id] = .queued }
+        }
+    }
+}
