@@ -95,6 +95,33 @@ struct DurableQueueTests {
     }
 }
 
+extension DurableQueueTests {
+    /// A job refused on its own among good ones: the evidence of its failed runs carries from
+    /// one run to the next, though the bus keeps nothing of the job between them, and it is set
+    /// aside under an incident of its own.
+    @Test func aJobThatFailsOnItsOwnAmongGoodOnesIsSetAsideAcrossItsRuns() async throws {
+        try await withRunningBus(configuration: IsolationTests.configuration) { bus, clock, _ in
+            await PacingTests.history(bus, clock)
+            let poison = IsolationTests.poison(0)
+            var number = 0
+            var own: IncidentSnapshot?
+            for _ in 0..<20 where own == nil {
+                for _ in 0..<10 {
+                    number += 1
+                    _ = await bus.run(.sync(number)) {}
+                }
+                let verdict = await bus.run(poison) { throw TestFailure(.transient, cause: "http500") }
+                if case .parked(let id, failed: true) = verdict, let incident = try? await bus.incident(id), incident.fingerprint.job != nil {
+                    own = incident
+                }
+                clock.advance(by: .seconds(1))
+            }
+            #expect(own?.fingerprint.job == poison.description, "set aside on its own")
+            #expect(await bus.snapshot().parkedJobs == 0)
+        }
+    }
+}
+
 /// A scope that fails until it heals.
 private final class ScopeSwitch: Sendable {
     private let failing = Mutex(true)

@@ -256,6 +256,7 @@ extension ErrorBus {
     nonisolated func durableCommand(_ job: Job, operation: @escaping @Sendable () async throws -> Void) -> Command {
         var command = Command(serial: nextSerial(), job: job, submittedAt: clock.now(), operation: operation, completion: { _ in })
         command.durable = true
+        durableFailures.withLock { $0.restore(&command) }
         return command
     }
 
@@ -263,11 +264,15 @@ extension ErrorBus {
     /// where it waits.
     nonisolated func run(_ command: Command, _ context: AttemptContext) async -> Verdict {
         switch await attempt(command, context) {
-        case .completed(let latency): .succeeded(latency: latency)
-        case .stopped(let stopped): .stopped(stopped)
-        case .parked(let id?, let failed): .parked(id, failed: failed)
+        case .completed(let latency):
+            durableFailures.withLock { $0.forget(command.job) }
+            return .succeeded(latency: latency)
+        case .stopped(let stopped):
+            durableFailures.withLock { $0.forget(command.job) }
+            return .stopped(stopped)
+        case .parked(let id?, let failed): return .parked(id, failed: failed)
         case .parked(nil, _): preconditionFailure("a durable queue's job was held for the retry budget")
-        case .retryLater(let delay): .retry(after: delay)
+        case .retryLater(let delay): return .retry(after: delay)
         }
     }
 
@@ -866,7 +871,9 @@ extension ErrorBus {
         }
         if let stopped = limitReached(command, failure: failure, incident: incident.id) { return .stopped(stopped) }
         if command.durable {
-            // Its owner keeps it: parked under the incident, or queued until its back-off is over.
+            // Its owner keeps it: parked under the incident, or queued until its back-off is over;
+            // what its failures found waits for its next run.
+            if failed { durableFailures.withLock { $0.save(command) } }
             if let due { return .retryLater(max(.zero, clock.now().duration(to: due))) }
             incident.parkedDurably(command.job)
             return .parked(incident.id)

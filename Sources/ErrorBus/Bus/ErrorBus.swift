@@ -83,6 +83,8 @@ public actor ErrorBus: Service {
     nonisolated let pendingSuccesses = Atomic<Int>(0)
     /// The runs under way, for ``cancel(job:service:)`` of a job that is running.
     nonisolated let running = Mutex(RunningJobs())
+    /// The evidence of failed runs of jobs kept in durable queues, from one run to the next.
+    nonisolated let durableFailures = Mutex(DurableFailures())
     /// The deadlines of the runs under way (``ErrorBusConfiguration/attemptTimeout``).
     nonisolated let attemptDeadlines = AttemptDeadlines()
     nonisolated let serials = Atomic<UInt64>(0)
