@@ -61,11 +61,7 @@ struct DurableQueueTests {
 
     @Test func aFailedCanaryIsParkedAgainWithItsOwner() async throws {
         try await withRunningBus { bus, clock, events in
-            let queue = DurableQueue(bus: bus) { _ in throw TestFailure.transient }
-            await bus.setParkedJobSource(queue, forService: "sync")
-            await queue.add([.sync(0), .sync(1)])
-            _ = await queue.runQueued()
-            let incident = try #require(try await events.next(.incidentOpened).incident?.id)
+            let (queue, incident) = try await DurableQueue.failing([.sync(0), .sync(1)], on: bus, events)
 
             clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
             try await events.next(.canaryFailed)
@@ -78,11 +74,7 @@ struct DurableQueueTests {
 
     @Test func anIncidentWhoseOwnerHasNoJobLeftClosesUnrecovered() async throws {
         try await withRunningBus { bus, clock, events in
-            let queue = DurableQueue(bus: bus) { _ in throw TestFailure.transient }
-            await bus.setParkedJobSource(queue, forService: "sync")
-            await queue.add([.sync(0)])
-            _ = await queue.runQueued()
-            try await events.next(.incidentOpened)
+            let (queue, _) = try await DurableQueue.failing([.sync(0)], on: bus, events)
             // An operator discards the parked job in the owner's queue.
             await queue.discardParked()
 
@@ -159,6 +151,16 @@ private actor DurableQueue: ParkedJobSource {
     init(bus: ErrorBus, operation: @escaping @Sendable (Job) async throws -> Void) {
         self.bus = bus
         self.operation = operation
+    }
+
+    /// A queue whose every run fails with a transient failure, registered with `bus`, its
+    /// `jobs` run once: parked under the incident they opened.
+    static func failing(_ jobs: [Job], on bus: ErrorBus, _ events: EventLog) async throws -> (DurableQueue, IncidentID) {
+        let queue = DurableQueue(bus: bus) { _ in throw TestFailure.transient }
+        await bus.setParkedJobSource(queue, forService: "sync")
+        await queue.add(jobs)
+        _ = await queue.runQueued()
+        return (queue, try #require(try await events.next(.incidentOpened).incident?.id))
     }
 
     func add(_ jobs: [Job]) {

@@ -113,13 +113,4 @@ import Testing
         clock.advance(by: .milliseconds(90_500))
         #expect(timeline.date(of: timeline.now()) == start.addingTimeInterval(90.5))
     }
-
-    @Test func theSystemClocksDatesAreTheSystemsOwn() {
-        // So that a correction of the system's time (NTP at boot) shows in an incident's times.
-        let timeline = Timeline(ContinuousClock())
-        let before = Date()
-        let date = timeline.date(of: timeline.now())
-        let after = Date()
-        #expect(before.addingTimeInterval(-0.001) <= date && date <= after.addingTimeInterval(0.001))
-    }
 }

@@ -207,7 +207,7 @@ extension ErrorBus {
         if openIncidents[incident.fingerprint] === incident {
             openIncidents[incident.fingerprint] = nil
         }
-        if incident.hasParked, !incident.durable.isEmpty {
+        if !incident.durable.isEmpty {
             // Whatever ended it, nothing of it holds them any more.
             let services = incident.durableServices
             incident.noneParkedDurably(services)
