@@ -14,13 +14,14 @@ package struct JobCounts: Sendable, Equatable, CustomStringConvertible {
 
     package var queued: Int { self[.queued] }
     package var inFlight: Int { self[.inFlight] }
+    package var parked: Int { self[.parked] }
     package var delivered: Int { self[.delivered] }
     package var deadLettered: Int { self[.deadLettered] }
     package var discarded: Int { self[.discarded] }
 
     /// Every job, whatever its state.
     package var total: Int { counts.values.reduce(0, +) }
-    /// Jobs not yet delivered or discarded.
+    /// Jobs not yet delivered or discarded (parked ones included).
     package var pending: Int { JobState.allCases.filter { !$0.isFinal }.reduce(0) { $0 + self[$1] } }
 
     package static func == (lhs: JobCounts, rhs: JobCounts) -> Bool {

@@ -4,15 +4,21 @@
 /// rejection sets it aside (`deadLettered`) until an operator retries it (`queued`) or discards
 /// it (`discarded`). `delivered` and `discarded` are final.
 ///
-/// A job the bus parks under an incident stays `inFlight` here: the bus is the one owner of
-/// where it waits (``ErrorBus/ErrorBus/heldJobs(service:)``), and the store records only its
-/// outcome.
+/// A job the bus parks under an incident is `parked`, with the incident (``OutboxJob/incident``):
+/// the row is where it waits, and the only record of it, so that a waiting upload costs no memory
+/// however long the outage. The incident takes its parked jobs back one at a time
+/// (``JobStore/takeParked(under:)``, to probe the cause) or all at once when it ends
+/// (``JobStore/releaseParked(_:)``).
 package enum JobState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Waiting to be uploaded.
     case queued
-    /// Handed to the bus: being uploaded, or held by the bus until its incident's cause is gone.
-    /// Back to `queued` when errorbusd stops or starts (``JobStore/requeueInterrupted()``).
+    /// An upload is running. Back to `queued` when errorbusd stops or starts
+    /// (``JobStore/requeueInterrupted()``).
     case inFlight
+    /// Waiting on an incident of the bus until it releases it (``OutboxJob/incident``). Back to
+    /// `queued` when errorbusd stops or starts: the bus's incidents end with it, and the first
+    /// uploads of the next run open them again if their cause is still there.
+    case parked
     /// The API has it.
     case delivered
     /// The API rejected it; it waits for an operator.

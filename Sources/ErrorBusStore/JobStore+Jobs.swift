@@ -102,9 +102,9 @@ extension JobStore {
     }
 
     /// Gives up the pending jobs of the file at `path` other than `id`: the file was written again
-    /// with other content, which job `id` now is. The queued and dead-lettered ones are discarded
-    /// with `reason`; those in flight (running, or held by the bus) are left for the caller to end
-    /// when their turn comes. Returns both.
+    /// with other content, which job `id` now is. The queued, parked and dead-lettered ones are
+    /// discarded with `reason` (a parked one keeps its incident); those in flight (an upload
+    /// runs) are left for the caller to end when their turn comes. Returns both.
     ///
     /// Walks the pending jobs, there being no index of paths: for the rare file written again
     /// while its job waits, not for every new file.
@@ -113,7 +113,7 @@ extension JobStore {
         return try write("giving up the jobs replaced by \(id)") { db in
             let older = try OutboxJob.fetchAll(
                 db,
-                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'deadLettered') AND path = ? AND service = ? AND id != ?",
+                sql: "SELECT * FROM job WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') AND path = ? AND service = ? AND id != ?",
                 arguments: [path, service, id.storedJobKey]
             )
             var discarded: [OutboxJob] = []
@@ -124,12 +124,13 @@ extension JobStore {
                     continue
                 }
                 try db.execute(
-                    sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ?",
+                    sql: "UPDATE job SET state = 'discarded', reason = ?, failedUnder = 0, updatedAt = ? WHERE id = ?",
                     arguments: [reason, now.storeMilliseconds, job.id.storedJobKey]
                 )
                 var given = job
                 given.state = .discarded
                 given.reason = reason
+                given.failedUnder = false
                 discarded.append(given)
             }
             return (discarded, inFlight)
@@ -242,15 +243,15 @@ extension JobStore {
         }
     }
 
-    /// How many jobs of each service are pending (queued, in flight, dead-lettered), from the
-    /// `job_count` rows: as cheap with 100,000 jobs in flight as with none. For status displays.
+    /// How many jobs of each service are pending (queued, in flight, parked, dead-lettered), from
+    /// the `job_count` rows: as cheap with 100,000 parked jobs as with none. For status displays.
     package func pendingCounts() throws(StoreError) -> [String: JobCounts] {
         try read("counting pending jobs") { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT service, state, count FROM job_count
-                    WHERE state IN ('queued', 'inFlight', 'deadLettered') AND count > 0
+                    WHERE state IN ('queued', 'inFlight', 'parked', 'deadLettered') AND count > 0
                     """
             )
             var counts: [String: JobCounts] = [:]
@@ -283,7 +284,7 @@ extension JobStore {
         try update(
             ids,
             "giving \(ids.count) claimed job(s) back to the queue",
-            sql: "UPDATE job SET state = 'queued', updatedAt = :now WHERE id = :id AND state = 'inFlight'"
+            sql: "UPDATE job SET state = 'queued', failedUnder = 0, updatedAt = :now WHERE id = :id AND state = 'inFlight'"
         )
     }
 
@@ -294,7 +295,7 @@ extension JobStore {
     }
 
     /// Sends a job back to the queue after a failed attempt: `attempts` grows by one, `lastError`
-    /// is kept, the incident is cleared. Returns whether it was queued or in flight.
+    /// is kept, the incident is cleared. Returns whether it was queued, in flight or parked.
     @discardableResult
     package func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
         try update(
@@ -302,8 +303,8 @@ extension JobStore {
             "requeueing job \(id)",
             sql: """
                 UPDATE job SET state = 'queued', attempts = attempts + 1, lastError = :lastError,
-                    incident = NULL, updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight')
+                    incident = NULL, failedUnder = 0, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
                 """,
             ["lastError": lastError]
         ) == 1
@@ -319,7 +320,7 @@ extension JobStore {
             "recording job \(id) as failing on its own",
             sql: """
                 UPDATE job SET ownFailures = MAX(ownFailures, :ownFailures), updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight')
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
                 """,
             ["ownFailures": ownFailures]
         ) == 1
@@ -336,37 +337,39 @@ extension JobStore {
     }
 
     static let markDeliveredSQL = """
-        UPDATE job SET state = 'delivered', attempts = attempts + 1, deliveredAt = :now, updatedAt = :now
+        UPDATE job SET state = 'delivered', attempts = attempts + 1, failedUnder = 0, deliveredAt = :now, updatedAt = :now
         WHERE id = :id AND state != 'delivered'
         """
 
     /// Sets a job aside until an operator retries or discards it. `attempts`: the uploads the
     /// outcome counts (one for a rejected upload; none for a job set aside before it was sent,
-    /// which the dead letters' retention never gives up). Returns whether it was queued or in
-    /// flight.
+    /// which the dead letters' retention never gives up). `incident` replaces a parked job's.
+    /// Returns whether it was queued, in flight or parked.
     @discardableResult
     package func markDeadLettered(_ id: String, reason: String, incident: UInt64?, attempts: Int = 1) throws(StoreError) -> Bool {
         try update(
             [id],
             "dead-lettering job \(id)",
             sql: """
-                UPDATE job SET state = 'deadLettered', reason = :reason, incident = :incident,
+                UPDATE job SET state = 'deadLettered', reason = :reason, incident = :incident, failedUnder = 0,
                     attempts = attempts + :attempts, updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight')
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
                 """,
             ["reason": reason, "incident": incident, "attempts": attempts]
         ) == 1
     }
 
-    /// Gives a job up. Returns whether it was pending (queued, in flight or dead-lettered). With a `reason`, it replaces the job's; otherwise a dead letter keeps its.
+    /// Gives a job up. Returns whether it was pending (queued, in flight, parked or dead-lettered).
+    /// With a `reason`, it replaces the job's; otherwise a dead letter keeps its. A parked job
+    /// or a dead letter keeps its incident.
     @discardableResult
     package func markDiscarded(_ id: String, reason: String? = nil) throws(StoreError) -> Bool {
         try update(
             [id],
             "discarding job \(id)",
             sql: """
-                UPDATE job SET state = 'discarded', reason = COALESCE(:reason, reason), updatedAt = :now
-                WHERE id = :id AND state IN ('queued', 'inFlight', 'deadLettered')
+                UPDATE job SET state = 'discarded', reason = COALESCE(:reason, reason), failedUnder = 0, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight', 'parked', 'deadLettered')
                 """,
             ["reason": reason]
         ) == 1
@@ -392,19 +395,19 @@ extension JobStore {
 
     // MARK: Start and housekeeping
 
-    /// Every job left `inFlight` is `queued` again (incident cleared, attempts unchanged).
-    /// Returns how many.
+    /// Every job left `inFlight` or `parked` is `queued` again, in its place (incident cleared,
+    /// attempts unchanged). Returns how many.
     ///
     /// errorbusd calls it when it stops, once its services have, for the uploads the drain
-    /// timeout cut off and the jobs the bus still held; and when it starts, for those of a run
-    /// that ended without stopping.
+    /// timeout cut off and the jobs incidents still held; and when it starts, for those of a run
+    /// that ended without stopping. The bus's incidents end with errorbusd: a cause still there
+    /// opens a new one at the next run's first uploads, which parks the jobs again.
     @discardableResult
     package func requeueInterrupted() throws(StoreError) -> Int {
         let now = storeNow().storeMilliseconds
         return try write("requeueing interrupted jobs") { db in
-            // `parked`: the state earlier builds of errorbusd recorded for jobs the bus held.
             try db.execute(
-                sql: "UPDATE job SET state = 'queued', incident = NULL, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
+                sql: "UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
                 arguments: [now]
             )
             return db.changesCount
@@ -431,7 +434,7 @@ extension JobStore {
             let rows = try read("reconciling jobs with the outbox") { [after] db in
                 try Row.fetchAll(
                     db,
-                    sql: "SELECT * FROM job WHERE seq > ? AND state IN ('queued', 'inFlight', 'deadLettered') ORDER BY seq LIMIT ?",
+                    sql: "SELECT * FROM job WHERE seq > ? AND state IN ('queued', 'inFlight', 'parked', 'deadLettered') ORDER BY seq LIMIT ?",
                     arguments: [after, page]
                 )
                 .map { (seq: $0["seq"] as Int64, job: try OutboxJob(row: $0)) }
@@ -443,7 +446,7 @@ extension JobStore {
             let now = storeNow()
             discarded += try write("reconciling jobs with the outbox") { db in
                 let statement = try db.cachedStatement(
-                    sql: "UPDATE job SET state = 'discarded', reason = ?, updatedAt = ? WHERE id = ? AND state IN ('queued', 'inFlight', 'deadLettered')"
+                    sql: "UPDATE job SET state = 'discarded', reason = ?, failedUnder = 0, updatedAt = ? WHERE id = ? AND state IN ('queued', 'inFlight', 'parked', 'deadLettered')"
                 )
                 return try missing.compactMap { job in
                     try statement.execute(arguments: [reason, now.storeMilliseconds, job.id.storedJobKey])
@@ -451,6 +454,7 @@ extension JobStore {
                     var job = job
                     job.state = .discarded
                     job.reason = reason
+                    job.failedUnder = false
                     job.updatedAt = now
                     return job
                 }

@@ -5,7 +5,7 @@ import Logging
 /// The backlog, its limits, and the retention of dead letters: what errorbusd gives up on
 /// purpose, and says why.
 extension JobStore {
-    /// The jobs waiting for delivery (queued and in flight, those the bus holds included).
+    /// The jobs waiting for delivery (queued, in flight and parked under an incident).
     package struct Backlog: Sendable, Equatable {
         /// How many.
         package var jobs: Int
@@ -21,11 +21,11 @@ extension JobStore {
         }
     }
 
-    /// The backlog of every service (or of one): two `job_count` rows and the first entry of each
-    /// state in the `job_state` index, however many jobs wait.
+    /// The backlog of every service (or of one): three `job_count` rows and the first entry of
+    /// each state in the `job_state` index, however many jobs wait.
     package func backlog(service: String? = nil) throws(StoreError) -> Backlog {
         try read("reading the backlog") { db in
-            var countSQL = "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight')"
+            var countSQL = "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight', 'parked')"
             var arguments: StatementArguments = []
             if let service {
                 countSQL += " AND service = ?"
@@ -34,7 +34,7 @@ extension JobStore {
             let totals = try Row.fetchOne(db, sql: countSQL, arguments: arguments)
             var backlog = Backlog(jobs: totals?[0] ?? 0, bytes: totals?[1] ?? 0)
             // Rows are inserted as they are queued: the lowest seq of a state is its oldest job.
-            for state in ["queued", "inFlight"] {
+            for state in ["queued", "inFlight", "parked"] {
                 var sql = "SELECT createdAt FROM job WHERE state = ?"
                 var arguments: StatementArguments = [state]
                 if let service {
@@ -134,16 +134,16 @@ extension JobStore {
         return prune
     }
 
-    /// Sets aside the oldest queued jobs (not those in flight: the bus runs or holds them) until
-    /// the backlog fits `maxBytes` and `maxJobs`, as dead letters with `reason`, in one
-    /// transaction. Returns them, oldest first.
+    /// Sets aside the oldest queued jobs (not those in flight or parked: an upload runs, or an
+    /// incident holds them) until the backlog, those included, fits `maxBytes` and `maxJobs`, as
+    /// dead letters with `reason`, in one transaction. Returns them, oldest first.
     package func dropOldestQueued(service: String = "sync", maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
         guard maxBytes != nil || maxJobs != nil else { return [] }
         let now = storeNow()
         return try write("dropping the oldest queued jobs") { db in
             let totals = try Row.fetchOne(
                 db,
-                sql: "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight') AND service = ?",
+                sql: "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0) FROM job_count WHERE state IN ('queued', 'inFlight', 'parked') AND service = ?",
                 arguments: [service]
             )
             var jobs: Int = totals?[0] ?? 0

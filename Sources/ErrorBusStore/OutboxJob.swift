@@ -23,9 +23,13 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
     package var attempts: Int
     /// What the last failed attempt met, for operators.
     package var lastError: String?
-    /// The incident the job was dead-lettered under. (Where a job the bus holds waits is the
-    /// bus's to tell: ``ErrorBus/ErrorBus/heldJob(id:service:)``.)
+    /// The incident a parked job waits on, or the one a dead letter was set aside under (a job
+    /// discarded from either state keeps it); `nil` otherwise.
     package var incident: UInt64?
+    /// Whether the job, parked or taken back from its incident (``JobStore/takeParked(under:)``),
+    /// ran and met the incident, rather than being held back behind it before it ran. Its
+    /// incident takes the jobs that merely wait first. `false` in every other state.
+    package var failedUnder: Bool
     /// Why the job was dead-lettered or discarded.
     package var reason: String?
     /// When the job was enqueued (millisecond precision, as stored).
@@ -49,6 +53,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         attempts: Int = 0,
         lastError: String? = nil,
         incident: UInt64? = nil,
+        failedUnder: Bool = false,
         reason: String? = nil,
         createdAt: Date,
         updatedAt: Date,
@@ -65,6 +70,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         self.attempts = attempts
         self.lastError = lastError
         self.incident = incident
+        self.failedUnder = failedUnder
         self.reason = reason
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -89,6 +95,7 @@ package struct OutboxJob: Sendable, Equatable, FetchableRecord, TableRecord {
         attempts = try row.decode(forColumn: "attempts")
         lastError = try row.decode(forColumn: "lastError")
         incident = try row.decode(forColumn: "incident")
+        failedUnder = try row.decode(forColumn: "failedUnder")
         reason = try row.decode(forColumn: "reason")
         createdAt = Date(storeMilliseconds: try row.decode(forColumn: "createdAt"))
         updatedAt = Date(storeMilliseconds: try row.decode(forColumn: "updatedAt"))

@@ -32,6 +32,13 @@ enum StoreFormat {
         Requirement(migration: "10 binary job keys", release: "0.3.0") { db in
             try db.execute(sql: "UPDATE job SET id = lower(hex(id)) WHERE typeof(id) = 'blob'")
         },
+        // errorbusd 0.3.0 knows no `parked` state: a row in it is not a job it can read (it
+        // only queues such rows at its start, as builds before it left them). The parked jobs
+        // are queued again, as a restart queues them (`requeueInterrupted()`): the incidents
+        // they waited on ended with the errorbusd that stopped.
+        Requirement(migration: "13 parked jobs", release: "0.4.0") { db in
+            try db.execute(sql: "UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0 WHERE state = 'parked'")
+        },
     ]
 
     /// Creates the tables (`12 store format`).

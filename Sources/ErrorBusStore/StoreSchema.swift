@@ -214,6 +214,26 @@ enum StoreSchema {
             try StoreFormat.createTables(db)
         }
 
+        // Jobs the bus parks under an incident, as rows (`JobState.parked`) rather than closures
+        // the bus keeps: a waiting upload costs no memory however long the outage. A parked job's
+        // `incident` (the column dead letters already use) is the one it waits on; `failedUnder`
+        // says whether it ran and met the incident (1) or was merely held back behind it (0). The
+        // partial index holds only the parked jobs, by incident in the order an incident takes
+        // them back (those that merely wait, then those that failed, each oldest first: its
+        // entries end with `seq`), so that taking one or releasing an incident's walks only that
+        // incident's entries, whatever else the table holds; queued, in-flight and delivered jobs
+        // never touch it. `state` leads it, one value: a count per incident reads the index
+        // alone (SQLite does not count a partial index's condition as a column it holds). A
+        // requirement (`StoreFormat`): an errorbusd from before it cannot read a `parked` row.
+        // `--downgrade-store` queues them again and leaves the column and the index, so this
+        // migration runs again on what it finds.
+        migrator.registerMigration("13 parked jobs") { db in
+            if try !db.columns(in: "job").contains(where: { $0.name == "failedUnder" }) {
+                try db.execute(sql: "ALTER TABLE job ADD COLUMN failedUnder INTEGER NOT NULL DEFAULT 0")
+            }
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS job_parked ON job(state, incident, failedUnder) WHERE state = 'parked'")
+        }
+
         return migrator
     }
 }

@@ -502,6 +502,7 @@ struct ControlService: Sendable {
             case (.queued, .retry): "it is queued, and uploaded as soon as an upload slot is free"
             case (.queued, _): "it is queued, not held by an incident; discard it with discard --job"
             case (.inFlight, _): "it is being uploaded, or what became of it is being recorded"
+            case (.parked, _): "it waits on an incident, which releases it once its cause is gone"
             case (.deadLettered, _): "it is a dead letter, which no incident holds; discard it with discard --job"
             case (.delivered, _): "it was delivered"
             case (.discarded, _): "it was discarded"

@@ -52,20 +52,22 @@ import Testing
             #expect(try JobStore.requirements(directory: directory, newerThan: "0.1.0") == [])
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger(), version: "0.3.0")
             try await store.close()
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.9") == ["10 binary job keys"])
-            for release in ["0.3.0", "0.3.0+7.g0123456789ab", "0.3", "1.0.0"] {
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["13 parked jobs", "10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.9") == ["13 parked jobs", "10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.3.0") == ["13 parked jobs"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.3.9+2.g0123456789ab") == ["13 parked jobs"])
+            for release in ["0.4.0", "0.4.0+7.g0123456789ab", "0.4", "1.0.0"] {
                 #expect(try JobStore.requirements(directory: directory, newerThan: release) == [], "\(release)")
                 #expect(try JobStore.downgrade(directory: directory, to: release, logger: StoreTestDirectory.logger()) == [])
             }
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["13 parked jobs", "10 binary job keys"])
         }
     }
 
     @Test func aStoreInUseIsNotTurnedBackButCanBeAskedAbout() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["13 parked jobs", "10 binary job keys"])
             let error = #expect(throws: StoreError.self) {
                 try JobStore.downgrade(directory: directory, to: "0.2.0", logger: StoreTestDirectory.logger())
             }

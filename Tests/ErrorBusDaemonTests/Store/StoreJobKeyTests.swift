@@ -100,8 +100,8 @@ import Testing
             #expect(try store.checkIntegrity() == ["ok"])
             try await store.close()
 
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
-            #expect(try JobStore.downgrade(directory: directory, to: "0.2.0", logger: StoreTestDirectory.logger()) == ["10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["13 parked jobs", "10 binary job keys"])
+            #expect(try JobStore.downgrade(directory: directory, to: "0.2.0", logger: StoreTestDirectory.logger()) == ["13 parked jobs", "10 binary job keys"])
             #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == [])
             let undo = try DatabaseQueue(path: path)
             let (rows, migrations) = try await undo.read { db in
@@ -111,14 +111,14 @@ import Testing
                 )
             }
             #expect(rows == [[queued, "text"], [dead, "text"], [other, "text"]])
-            #expect(!migrations.contains("10 binary job keys") && migrations.contains("9 job file stamp"))
+            #expect(!migrations.contains("13 parked jobs") && !migrations.contains("10 binary job keys") && migrations.contains("9 job file stamp"))
             try undo.close()
 
             let again = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
             #expect(try await Self.storedTypes(again) == [queued: "blob", dead: "blob", other: "text"])
             #expect(try again.deadLetters().map(\.id) == [dead])
             try await again.close()
-            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["10 binary job keys"])
+            #expect(try JobStore.requirements(directory: directory, newerThan: "0.2.0") == ["13 parked jobs", "10 binary job keys"])
         }
     }
 }
