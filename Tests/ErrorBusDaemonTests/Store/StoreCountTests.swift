@@ -61,11 +61,21 @@ import Testing
             try store.retryDeadLetter("job-3")
             _ = try store.discardDeadLetters()
             try check("retry and discard dead letters")
-            _ = try store.requeueInterrupted()
+            try store.markParked("job-0", incident: 5, failed: true)
+            try store.markParked("job-1", incident: 5, failed: false)
+            try store.markParked("job-3", incident: 6, failed: false)
+            try store.markParked("l", incident: 6, failed: false)
+            try store.markParked("job-4", incident: 7, failed: true)
+            try check("markParked")
+            _ = try store.takeParked(under: 5)
+            #expect(try store.releaseParked(6) == 2)
+            #expect(try store.discardParked(7, reason: "discarded by an operator") == 1)
+            try check("takeParked, releaseParked, discardParked")
+            #expect(try store.requeueInterrupted() == 2)
             try check("requeueInterrupted")
-            #expect(try store.pruneFinished(before: Date().addingTimeInterval(60)) == 4)
+            #expect(try store.pruneFinished(before: Date().addingTimeInterval(60)) == 5)
             try check("pruneFinished")
-            #expect(try store.counts() == JobCounts([.queued: 5]))
+            #expect(try store.counts() == JobCounts([.queued: 4]))
         }
     }
 
@@ -88,9 +98,9 @@ import Testing
             try queue.close()
 
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            // `parked`, which earlier builds recorded for jobs the bus held, is no state of the
-            // store's now: the start queues such jobs again.
-            #expect(try store.counts() == JobCounts([.queued: 2, .delivered: 1, .deadLettered: 1]))
+            // `parked`, which earlier builds recorded for jobs the bus held, is counted again since
+            // `13 parked jobs`; the start queues such jobs again.
+            #expect(try store.counts() == JobCounts([.queued: 2, .parked: 1, .delivered: 1, .deadLettered: 1]))
             #expect(try store.requeueInterrupted() == 1)
             try store.markInFlight("old-0")
             #expect(try store.pendingCounts()["sync"] == JobCounts([.queued: 2, .inFlight: 1, .deadLettered: 1]))

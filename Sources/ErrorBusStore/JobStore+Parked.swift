@@ -1,0 +1,123 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The jobs incidents of the bus hold back: a waiting upload is a row, `parked` under its
+/// incident, and only a row, so that an outage of a day costs the bus no memory per job.
+///
+/// Each statement below walks the `job_parked` index (`13 parked jobs`), which holds only the
+/// parked jobs by incident, those that merely wait before those that failed, oldest first:
+/// `INDEXED BY`, so that no statistics ever make SQLite take the `job_state` index instead and
+/// walk the parked jobs of every incident. `StoreParkedTests` holds the plans to it.
+extension JobStore {
+    /// Parks a job under `incident`: `failed` when it ran and met the incident, not when it was
+    /// held back behind it before it ran. Its attempts are unchanged (a failure that parks a job
+    /// is its incident's to count). Returns whether it was queued or in flight.
+    @discardableResult
+    package func markParked(_ id: String, incident: UInt64, failed: Bool) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "parking job \(id) under incident \(incident)",
+            sql: """
+                UPDATE job SET state = 'parked', incident = :incident, failedUnder = :failed, updatedAt = :now
+                WHERE id = :id AND state IN ('queued', 'inFlight')
+                """,
+            ["incident": incident, "failed": failed]
+        ) == 1
+    }
+
+    /// Takes back the next job parked under `incident` and marks it `inFlight`, its incident
+    /// cleared, in one transaction: the caller runs it (a probe of the incident's cause, or the
+    /// next of its released work), and a restart queues it again. The jobs that merely wait
+    /// come first (they have not met the cause yet), then those that failed under it, each
+    /// oldest first. The job keeps ``OutboxJob/failedUnder`` until its outcome is recorded.
+    /// `nil` when none is parked under it.
+    package func takeParked(under incident: UInt64) throws(StoreError) -> OutboxJob? {
+        let now = storeNow()
+        return try write("taking a job parked under incident \(incident)") { db in
+            let next = try db.cachedStatement(sql: Self.takeParkedSQL)
+            guard let row = try Row.fetchOne(next, arguments: [incident]) else { return nil }
+            var job = try OutboxJob(row: row)
+            try db.execute(
+                sql: "UPDATE job SET state = 'inFlight', incident = NULL, updatedAt = ? WHERE seq = ?",
+                arguments: [now.storeMilliseconds, row["seq"] as Int64]
+            )
+            job.state = .inFlight
+            job.incident = nil
+            job.updatedAt = now
+            return job
+        }
+    }
+
+    static let takeParkedSQL = """
+        SELECT * FROM job INDEXED BY job_parked WHERE state = 'parked' AND incident = ?
+        ORDER BY failedUnder, seq LIMIT 1
+        """
+
+    /// Queues every job parked under `incident` again, in their places (their `seq`: the oldest
+    /// are claimed first), their incident and failure under it cleared and their attempts
+    /// unchanged, in one `UPDATE`: the incident ended. Returns how many.
+    @discardableResult
+    package func releaseParked(_ incident: UInt64) throws(StoreError) -> Int {
+        let now = storeNow().storeMilliseconds
+        return try write("releasing the jobs parked under incident \(incident)") { db in
+            try db.execute(sql: Self.releaseParkedSQL, arguments: [now, incident])
+            return db.changesCount
+        }
+    }
+
+    static let releaseParkedSQL = """
+        UPDATE job INDEXED BY job_parked SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ?
+        WHERE state = 'parked' AND incident = ?
+        """
+
+    /// How many jobs are parked under each incident, from one walk of the parked jobs' index
+    /// alone (not of their rows); incidents with none are left out.
+    package func parkedCounts() throws(StoreError) -> [UInt64: Int] {
+        try read("counting parked jobs") { db in
+            let rows = try Row.fetchAll(db, sql: Self.parkedCountsSQL)
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0[0] as UInt64, $0[1] as Int) })
+        }
+    }
+
+    static let parkedCountsSQL = """
+        SELECT incident, COUNT(*) FROM job INDEXED BY job_parked
+        WHERE state = 'parked' AND incident IS NOT NULL GROUP BY incident
+        """
+
+    /// Discards every job parked under `incident` with `reason`, in one `UPDATE`: an operator
+    /// gives up an incident's work. They keep their incident, which tells what they waited on;
+    /// their files stay in the outbox, the record that they must not be sent. Returns how many.
+    @discardableResult
+    package func discardParked(_ incident: UInt64, reason: String) throws(StoreError) -> Int {
+        let now = storeNow().storeMilliseconds
+        let count = try write("discarding the jobs parked under incident \(incident)") { db in
+            try db.execute(
+                sql: """
+                    UPDATE job INDEXED BY job_parked SET state = 'discarded', reason = ?, failedUnder = 0, updatedAt = ?
+                    WHERE state = 'parked' AND incident = ?
+                    """,
+                arguments: [reason, now, incident]
+            )
+            return db.changesCount
+        }
+        if count > 0 {
+            logger.info("Parked jobs discarded", metadata: ["count": "\(count)", "incident": "\(incident)", "reason": "\(reason)"])
+        }
+        return count
+    }
+
+    /// Queues one parked job again now, in its place, out of its incident (cleared), its
+    /// attempts unchanged: an operator retries it. Returns whether it was parked.
+    @discardableResult
+    package func retryParked(_ id: String) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "retrying parked job \(id)",
+            sql: """
+                UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = :now
+                WHERE id = :id AND state = 'parked'
+                """
+        ) == 1
+    }
+}
