@@ -59,6 +59,39 @@ struct DurableQueueTests {
         }
     }
 
+    /// A scope that refuses one job while it serves the others paces: the owner keeps the job,
+    /// to run again after the back-off the verdict names, and the incident ends once that
+    /// back-off is over and nothing failed again, as it does for the jobs the bus keeps.
+    @Test func aJobPacedInADurableQueueComesBackAfterItsBackOffAndTheIncidentEnds() async throws {
+        try await withRunningBus { bus, clock, events in
+            let refused = Mutex<Set<String>>(["item-20"])
+            let queue = DurableQueue(bus: bus) { job in
+                if refused.withLock({ $0.contains(job.id) }) { throw TestFailure.transient }
+            }
+            await bus.setParkedJobSource(queue, forService: "sync")
+            await queue.add((0..<20).map { Job.sync($0) })
+            _ = await queue.runQueued()
+            await queue.add([.sync(20)])
+            let verdicts = await queue.runQueued()
+            guard case .retry(let after)? = verdicts.first else {
+                Issue.record("paced: \(verdicts)")
+                return
+            }
+            let incident = try #require(try await events.next(.incidentOpened).incident)
+            #expect(incident.state == .pacing)
+            #expect(await bus.snapshot().parkedJobs == 0)
+            #expect(await queue.count(.queued) == 1)
+
+            // Served when it runs again; its back-off over, the incident has nothing left to wait for.
+            refused.withLock { $0 = [] }
+            clock.advance(by: after)
+            #expect(await queue.runQueued().count == 1)
+            let resolved = try await events.next(.incidentResolved)
+            #expect(resolved.incident?.id == incident.id && resolved.incident?.resolution == .recovered)
+            #expect(await queue.count(.delivered) == 21)
+        }
+    }
+
     @Test func aFailedCanaryIsParkedAgainWithItsOwner() async throws {
         try await withRunningBus { bus, clock, events in
             let (queue, incident) = try await DurableQueue.failing([.sync(0), .sync(1)], on: bus, events)

@@ -170,6 +170,21 @@ extension ErrorBus {
         !admission.withLock { $0.mayRun(job) }
     }
 
+    /// Tells the bus that the owner of `job`'s durable queue parked jobs like it under
+    /// `incident` without running them: jobs the incident held back (``holdsBack(_:)``,
+    /// ``holdingIncident(of:)``), moved under it in the owner's queue. The bus then asks the
+    /// owner's ``ParkedJobSource`` for them, one at a time as the incident's canary and all at
+    /// once when it ends.
+    ///
+    /// Call it after the jobs are parked. It returns `false` when `incident` no longer holds
+    /// such jobs back: it may have released its parked jobs before these were parked, and the
+    /// owner releases them itself.
+    public func parkedHeldBack(_ job: Job, under incident: IncidentID) -> Bool {
+        guard let holder = holdingIncident(for: job), holder.id == incident else { return false }
+        holder.parkedDurably(job)
+        return true
+    }
+
     /// The failure an error describes for `job`: its own category when it is a
     /// ``CategorizedError``, the configured fallback otherwise.
     public nonisolated func categorize(_ error: any Error, for job: Job) -> Failure {
@@ -874,7 +889,10 @@ extension ErrorBus {
             // Its owner keeps it: parked under the incident, or queued until its back-off is over;
             // what its failures found waits for its next run.
             if failed { durableFailures.withLock { $0.save(command) } }
-            if let due { return .retryLater(max(.zero, clock.now().duration(to: due))) }
+            if let due {
+                incident.pacedDurably(until: due)
+                return .retryLater(max(.zero, clock.now().duration(to: due)))
+            }
             incident.parkedDurably(command.job)
             return .parked(incident.id)
         }

@@ -183,7 +183,8 @@ public struct IncidentReporter: Service {
         case .discarded?: "incident \(incident.id) discarded by an operator after \(after), its cause not known to be gone: \(counts)"
         case .givenUp?: "incident \(incident.id) given up after \(after): its job failed on its own as often as it may and was set aside; \(counts)"
         case .closed?: "incident \(incident.id) closed after \(after), with no job left to try: \(counts)"
-        case .shutdown?: "incident \(incident.id) still open when the bus stopped, after \(after): \(counts), \(count(incident.parked, "job")) still held"
+        // The jobs parked in durable queues of their own stay there, told by their owners.
+        case .shutdown?: "incident \(incident.id) still open when the bus stopped, after \(after): \(counts)\(incident.parked > 0 ? ", \(count(incident.parked, "job")) still held" : "")"
         case let other: "incident \(incident.id) \(other.map { "\($0)" } ?? "resolved") after \(after): \(counts)"
         }
     }

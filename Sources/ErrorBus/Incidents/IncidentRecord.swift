@@ -259,6 +259,10 @@ final class IncidentRecord {
     /// soonest first. Returns whether any moved.
     func moveDue(at now: TimelineInstant?) -> Bool {
         var moved = false
+        if let due = durableDue, now.map({ due <= $0 }) ?? true {
+            durableDue = nil
+            moved = true
+        }
         while let next = delayed.min, now.map({ next.due <= $0 }) ?? true {
             failed.append(delayed.removeMin().command)
             moved = true
@@ -267,7 +271,16 @@ final class IncidentRecord {
     }
 
     /// When the next job's back-off is over.
-    var nextDue: TimelineInstant? { delayed.min?.due }
+    var nextDue: TimelineInstant? { [delayed.min?.due, durableDue].compactMap { $0 }.min() }
+
+    /// A job of a durable queue its scope paced runs again from its owner's queue after a
+    /// back-off: the incident waits that long (the latest of them) before it sees whether its
+    /// scope serves again, as it waits for its own paced jobs.
+    private(set) var durableDue: TimelineInstant?
+
+    func pacedDurably(until due: TimelineInstant) {
+        durableDue = max(durableDue ?? due, due)
+    }
 
     /// The next job to try or release.
     func popFirst() -> Command? {
