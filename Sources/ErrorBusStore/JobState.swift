@@ -15,9 +15,10 @@ package enum JobState: String, Sendable, Hashable, Codable, CaseIterable, Custom
     /// An upload is running. Back to `queued` when errorbusd stops or starts
     /// (``JobStore/requeueInterrupted()``).
     case inFlight
-    /// Waiting on an incident of the bus until it releases it (``OutboxJob/incident``). Back to
-    /// `queued` when errorbusd stops or starts: the bus's incidents end with it, and the first
-    /// uploads of the next run open them again if their cause is still there.
+    /// Waiting on an incident of the bus until it releases it (``OutboxJob/incident``). Those of
+    /// a run that ended are queued again once the next run's sync starts: the bus's incidents end
+    /// with errorbusd, and the first uploads of the next run open them again if their cause is
+    /// still there.
     case parked
     /// The API has it.
     case delivered

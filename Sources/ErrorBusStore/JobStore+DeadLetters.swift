@@ -57,7 +57,7 @@ extension JobStore {
         try update(
             [id],
             "discarding queued job \(id)",
-            sql: "UPDATE job SET state = 'discarded', reason = 'discarded by an operator', updatedAt = :now WHERE id = :id AND state = 'queued'"
+            sql: "UPDATE job SET state = 'discarded', reason = 'discarded by an operator', updatedAt = :now WHERE id = :id AND state IN ('queued', 'parked')"
         ) == 1
     }
 

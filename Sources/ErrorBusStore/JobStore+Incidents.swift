@@ -16,7 +16,8 @@ extension JobStore {
     /// Closes every incident the history still shows open, as `resolution` at `now` (the store's
     /// clock when `nil`), and
     /// returns them as they were: the incidents a run of errorbusd ended without recording their
-    /// end. Their jobs are queued again (``requeueInterrupted()``); a cause that is still there
+    /// end. Their jobs are queued again (``requeueInterrupted()``, and sync releases those parked
+    /// under them at its start); a cause that is still there
     /// opens a new incident.
     ///
     /// errorbusd calls it when it stops (``Resolution/shutdown``) and when it starts, for a run

@@ -150,14 +150,15 @@ extension JobStore {
             // whatever the size of the queue.
             // Decoded from the statement's own rows (a copied row looks every column name up
             // with a case-insensitive walk), marked once the walk is over.
-            let queued = try db.cachedStatement(sql: "SELECT * FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?")
+            // Those whose back-off is not over yet (`retryAt`) wait: few, a scope's paced runs.
+            let queued = try db.cachedStatement(sql: "SELECT * FROM job WHERE state = 'queued' AND (retryAt IS NULL OR retryAt <= ?) ORDER BY seq LIMIT ?")
             var claimed: [(seq: Int64, job: OutboxJob)] = []
             claimed.reserveCapacity(limit)
-            let rows = try Row.fetchCursor(queued, arguments: [limit])
+            let rows = try Row.fetchCursor(queued, arguments: [milliseconds, limit])
             while let row = try rows.next() {
                 claimed.append((row["seq"], try OutboxJob(row: row)))
             }
-            let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', updatedAt = ? WHERE seq = ?")
+            let mark = try db.cachedStatement(sql: "UPDATE job SET state = 'inFlight', retryAt = NULL, updatedAt = ? WHERE seq = ?")
             return try claimed.map { seq, job in
                 try mark.execute(arguments: [milliseconds, seq])
                 var job = job
@@ -193,34 +194,6 @@ extension JobStore {
         return try read("reading \(ids.count) job(s)") { db in
             let statement = try db.cachedStatement(sql: "SELECT * FROM job WHERE id = ?")
             return try ids.compactMap { id in try OutboxJob.fetchOne(statement, arguments: [id.storedJobKey]) }
-        }
-    }
-
-    /// One page of the jobs in `state`, oldest first, leaving out those whose id is in
-    /// `excluded`: the jobs in flight that the bus does not hold, say. Walks the state's jobs
-    /// from the oldest until the page is full.
-    package func jobs(
-        service: String?,
-        state: JobState,
-        excluding excluded: Set<String>,
-        offset: Int,
-        limit: Int
-    ) throws(StoreError) -> [OutboxJob] {
-        try read("listing jobs") { db in
-            var request = OutboxJob.filter(Column("state") == state.rawValue)
-            if let service { request = request.filter(Column("service") == service) }
-            let rows = try request.order(Column("seq")).fetchCursor(db)
-            var page: [OutboxJob] = []
-            var skipped = 0
-            while page.count < limit, let row = try rows.next() {
-                guard !excluded.contains(row.id) else { continue }
-                if skipped < offset {
-                    skipped += 1
-                } else {
-                    page.append(row)
-                }
-            }
-            return page
         }
     }
 
@@ -276,18 +249,6 @@ extension JobStore {
         )
     }
 
-    /// Gives claimed jobs that never started back to the queue, in their place (their `seq`),
-    /// their attempts unchanged: the next claim takes them first again. Returns how many were
-    /// in flight.
-    @discardableResult
-    package func unclaim(_ ids: [String]) throws(StoreError) -> Int {
-        try update(
-            ids,
-            "giving \(ids.count) claimed job(s) back to the queue",
-            sql: "UPDATE job SET state = 'queued', failedUnder = 0, updatedAt = :now WHERE id = :id AND state = 'inFlight'"
-        )
-    }
-
     /// Marks a queued job `inFlight`. Returns whether it was queued.
     @discardableResult
     package func markInFlight(_ id: String) throws(StoreError) -> Bool {
@@ -295,18 +256,19 @@ extension JobStore {
     }
 
     /// Sends a job back to the queue after a failed attempt: `attempts` grows by one, `lastError`
-    /// is kept, the incident is cleared. Returns whether it was queued, in flight or parked.
+    /// is kept, the incident is cleared; with `retryAt`, no claim takes it before then (its scope
+    /// paced it). Returns whether it was queued, in flight or parked.
     @discardableResult
-    package func markQueued(_ id: String, lastError: String?) throws(StoreError) -> Bool {
+    package func markQueued(_ id: String, lastError: String?, retryAt: Date? = nil) throws(StoreError) -> Bool {
         try update(
             [id],
             "requeueing job \(id)",
             sql: """
                 UPDATE job SET state = 'queued', attempts = attempts + 1, lastError = :lastError,
-                    incident = NULL, failedUnder = 0, updatedAt = :now
+                    incident = NULL, failedUnder = 0, retryAt = :retryAt, updatedAt = :now
                 WHERE id = :id AND state IN ('queued', 'inFlight', 'parked')
                 """,
-            ["lastError": lastError]
+            ["lastError": lastError, "retryAt": retryAt?.storeMilliseconds]
         ) == 1
     }
 
@@ -395,22 +357,29 @@ extension JobStore {
 
     // MARK: Start and housekeeping
 
-    /// Every job left `inFlight` or `parked` is `queued` again, in its place (incident cleared,
-    /// attempts unchanged). Returns how many.
+    /// Every job left `inFlight` is `queued` again, in its place (its failure under an incident
+    /// cleared, attempts unchanged), and so is a `parked` one of no incident (builds before
+    /// 0.3.0 left such rows). Returns how many: few, the uploads that were under way.
     ///
     /// errorbusd calls it when it stops, once its services have, for the uploads the drain
-    /// timeout cut off and the jobs incidents still held; and when it starts, for those of a run
-    /// that ended without stopping. The bus's incidents end with errorbusd: a cause still there
-    /// opens a new one at the next run's first uploads, which parks the jobs again.
+    /// timeout cut off; and when it starts, for those of a run that ended without stopping. The
+    /// jobs parked under the last run's incidents, however many, stay parked until sync, once
+    /// running, releases them (``releaseParked(_:limit:)``): a start with a million of them is
+    /// not held up by an `UPDATE` of a million rows.
     @discardableResult
     package func requeueInterrupted() throws(StoreError) -> Int {
         let now = storeNow().storeMilliseconds
         return try write("requeueing interrupted jobs") { db in
             try db.execute(
-                sql: "UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ? WHERE state IN ('inFlight', 'parked')",
+                sql: "UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ? WHERE state = 'inFlight'",
                 arguments: [now]
             )
-            return db.changesCount
+            let inFlight = db.changesCount
+            try db.execute(
+                sql: "UPDATE job INDEXED BY job_parked SET state = 'queued', failedUnder = 0, updatedAt = ? WHERE state = 'parked' AND incident IS NULL",
+                arguments: [now]
+            )
+            return inFlight + db.changesCount
         }
     }
 

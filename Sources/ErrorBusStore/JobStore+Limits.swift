@@ -134,9 +134,11 @@ extension JobStore {
         return prune
     }
 
-    /// Sets aside the oldest queued jobs (not those in flight or parked: an upload runs, or an
-    /// incident holds them) until the backlog, those included, fits `maxBytes` and `maxJobs`, as
-    /// dead letters with `reason`, in one transaction. Returns them, oldest first.
+    /// Sets aside waiting jobs (not those in flight: an upload runs) until the backlog, those
+    /// included, fits `maxBytes` and `maxJobs`, as dead letters with `reason`, in one
+    /// transaction: first the parked jobs that failed on their own, then the other parked ones
+    /// (they failed under an incident, or met one before they ran), then the queued ones, each
+    /// oldest first. Bad work goes before good work that merely waits. Returns them in that order.
     package func dropOldestQueued(service: String = "sync", maxBytes: Int64?, maxJobs: Int?, reason: String) throws(StoreError) -> [OutboxJob] {
         guard maxBytes != nil || maxJobs != nil else { return [] }
         let now = storeNow()
@@ -150,19 +152,27 @@ extension JobStore {
             var bytes: Int64 = totals?[1] ?? 0
             func over() -> Bool { jobs > (maxJobs ?? .max) || bytes > (maxBytes ?? .max) }
             guard over() else { return [] }
-            let oldest = try Row.fetchCursor(db, sql: "SELECT * FROM job WHERE state = 'queued' AND service = ? ORDER BY seq", arguments: [service])
+            // Each a walk of an index in insertion order, which stops once the backlog fits.
+            let walks = [
+                "SELECT * FROM job WHERE state = 'parked' AND service = ? AND ownFailures > 0 ORDER BY seq",
+                "SELECT * FROM job WHERE state = 'parked' AND service = ? AND ownFailures = 0 ORDER BY seq",
+                "SELECT * FROM job WHERE state = 'queued' AND service = ? ORDER BY seq",
+            ]
             var dropped: [OutboxJob] = []
-            while over(), let row = try oldest.next() {
-                var job = try OutboxJob(row: row)
-                job.state = .deadLettered
-                job.reason = reason
-                job.updatedAt = now
-                dropped.append(job)
-                jobs -= 1
-                bytes -= job.size
+            for walk in walks where over() {
+                let oldest = try Row.fetchCursor(db, sql: walk, arguments: [service])
+                while over(), let row = try oldest.next() {
+                    var job = try OutboxJob(row: row)
+                    job.state = .deadLettered
+                    job.reason = reason
+                    job.updatedAt = now
+                    dropped.append(job)
+                    jobs -= 1
+                    bytes -= job.size
+                }
             }
             let mark = try db.cachedStatement(
-                sql: "UPDATE job SET state = 'deadLettered', reason = ?, incident = NULL, updatedAt = ? WHERE id = ? AND state = 'queued'"
+                sql: "UPDATE job SET state = 'deadLettered', reason = ?, incident = NULL, failedUnder = 0, updatedAt = ? WHERE id = ? AND state IN ('queued', 'parked')"
             )
             for job in dropped {
                 try mark.execute(arguments: [reason, now.storeMilliseconds, job.id.storedJobKey])

@@ -11,20 +11,39 @@ import Logging
 /// walk the parked jobs of every incident. `StoreParkedTests` holds the plans to it.
 extension JobStore {
     /// Parks a job under `incident`: `failed` when it ran and met the incident, not when it was
-    /// held back behind it before it ran. Its attempts are unchanged (a failure that parks a job
-    /// is its incident's to count). Returns whether it was queued or in flight.
+    /// held back behind it before it ran. `runs`: the uploads the run that parked it made, added
+    /// to its attempts (none for a job held back). Returns whether it was queued or in flight.
     @discardableResult
-    package func markParked(_ id: String, incident: UInt64, failed: Bool) throws(StoreError) -> Bool {
+    package func markParked(_ id: String, incident: UInt64, failed: Bool, runs: Int = 0) throws(StoreError) -> Bool {
         try update(
             [id],
             "parking job \(id) under incident \(incident)",
             sql: """
-                UPDATE job SET state = 'parked', incident = :incident, failedUnder = :failed, updatedAt = :now
+                UPDATE job SET state = 'parked', incident = :incident, failedUnder = :failed,
+                    attempts = attempts + :runs, updatedAt = :now
                 WHERE id = :id AND state IN ('queued', 'inFlight')
                 """,
-            ["incident": incident, "failed": failed]
+            ["incident": incident, "failed": failed, "runs": runs]
         ) == 1
     }
+
+    /// Parks up to `limit` queued jobs under `incident`, oldest first, as jobs that merely wait
+    /// (they did not run): the incident holds their uploads back, so they wait under it rather
+    /// than in the queue. Their back-off, if their scope paced them, is over (the incident's
+    /// release paces them now). One transaction, suspending the caller rather than blocking
+    /// it. Returns how many.
+    package func parkQueued(under incident: UInt64, limit: Int) async throws(StoreError) -> Int {
+        let now = storeNow().storeMilliseconds
+        return try await writeSuspending("parking the queued jobs under incident \(incident)") { db in
+            try db.execute(sql: Self.parkQueuedSQL, arguments: [incident, now, limit])
+            return db.changesCount
+        }
+    }
+
+    static let parkQueuedSQL = """
+        UPDATE job SET state = 'parked', incident = ?, failedUnder = 0, retryAt = NULL, updatedAt = ?
+        WHERE seq IN (SELECT seq FROM job WHERE state = 'queued' ORDER BY seq LIMIT ?)
+        """
 
     /// Takes back the next job parked under `incident` and marks it `inFlight`, its incident
     /// cleared, in one transaction: the caller runs it (a probe of the incident's cause, or the
@@ -54,21 +73,30 @@ extension JobStore {
         ORDER BY failedUnder, seq LIMIT 1
         """
 
-    /// Queues every job parked under `incident` again, in their places (their `seq`: the oldest
-    /// are claimed first), their incident and failure under it cleared and their attempts
-    /// unchanged, in one `UPDATE`: the incident ended. Returns how many.
+    /// The jobs parked under `incident`, in the order its canaries take them, at most `limit`.
+    package func parkedJobs(under incident: UInt64, limit: Int) throws(StoreError) -> [OutboxJob] {
+        try read("reading the jobs parked under incident \(incident)") { db in
+            try Row.fetchAll(db, sql: Self.takeParkedSQL.replacingOccurrences(of: "LIMIT 1", with: "LIMIT ?"), arguments: [incident, limit]).map { row throws in try OutboxJob(row: row) }
+        }
+    }
+
+    /// Queues up to `limit` jobs parked under `incident` again, in their places (their `seq`:
+    /// the oldest are claimed first), their incident and failure under it cleared and their
+    /// attempts unchanged, in one transaction: the incident ended. Called until it returns less
+    /// than `limit`, so that no transaction holds the writer for a million rows. Returns how
+    /// many.
     @discardableResult
-    package func releaseParked(_ incident: UInt64) throws(StoreError) -> Int {
+    package func releaseParked(_ incident: UInt64, limit: Int = .max) async throws(StoreError) -> Int {
         let now = storeNow().storeMilliseconds
-        return try write("releasing the jobs parked under incident \(incident)") { db in
-            try db.execute(sql: Self.releaseParkedSQL, arguments: [now, incident])
+        return try await writeSuspending("releasing the jobs parked under incident \(incident)") { db in
+            try db.execute(sql: Self.releaseParkedSQL, arguments: [now, incident, limit])
             return db.changesCount
         }
     }
 
     static let releaseParkedSQL = """
-        UPDATE job INDEXED BY job_parked SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ?
-        WHERE state = 'parked' AND incident = ?
+        UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ?
+        WHERE seq IN (SELECT seq FROM job INDEXED BY job_parked WHERE state = 'parked' AND incident = ? LIMIT ?)
         """
 
     /// How many jobs are parked under each incident, from one walk of the parked jobs' index
@@ -105,6 +133,20 @@ extension JobStore {
             logger.info("Parked jobs discarded", metadata: ["count": "\(count)", "incident": "\(incident)", "reason": "\(reason)"])
         }
         return count
+    }
+
+    /// Discards one parked job: an operator cancels it. It keeps its incident, which tells what
+    /// it waited on. Returns whether it was parked.
+    @discardableResult
+    package func discardParked(job id: String) throws(StoreError) -> Bool {
+        try update(
+            [id],
+            "discarding parked job \(id)",
+            sql: """
+                UPDATE job SET state = 'discarded', reason = 'discarded by an operator', failedUnder = 0, updatedAt = :now
+                WHERE id = :id AND state = 'parked'
+                """
+        ) == 1
     }
 
     /// Queues one parked job again now, in its place, out of its incident (cleared), its

@@ -34,8 +34,8 @@ enum StoreFormat {
         },
         // errorbusd 0.3.0 knows no `parked` state: a row in it is not a job it can read (it
         // only queues such rows at its start, as builds before it left them). The parked jobs
-        // are queued again, as a restart queues them (`requeueInterrupted()`): the incidents
-        // they waited on ended with the errorbusd that stopped.
+        // are queued again, as sync releases them at its start: the incidents they waited on
+        // ended with the errorbusd that stopped.
         Requirement(migration: "13 parked jobs", release: "0.4.0") { db in
             try db.execute(sql: "UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0 WHERE state = 'parked'")
         },

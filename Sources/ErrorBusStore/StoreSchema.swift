@@ -228,8 +228,14 @@ enum StoreSchema {
         // `--downgrade-store` queues them again and leaves the column and the index, so this
         // migration runs again on what it finds.
         migrator.registerMigration("13 parked jobs") { db in
-            if try !db.columns(in: "job").contains(where: { $0.name == "failedUnder" }) {
+            let columns = Set(try db.columns(in: "job").map(\.name))
+            if !columns.contains("failedUnder") {
                 try db.execute(sql: "ALTER TABLE job ADD COLUMN failedUnder INTEGER NOT NULL DEFAULT 0")
+            }
+            // When a queued job may run again (milliseconds), after a back-off the bus asked for
+            // (its scope paced it); NULL: now. An older errorbusd ignores it and runs it sooner.
+            if !columns.contains("retryAt") {
+                try db.execute(sql: "ALTER TABLE job ADD COLUMN retryAt INTEGER")
             }
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS job_parked ON job(state, incident, failedUnder) WHERE state = 'parked'")
         }

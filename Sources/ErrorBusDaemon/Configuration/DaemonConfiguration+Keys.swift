@@ -212,9 +212,8 @@ extension DaemonConfiguration.Sync {
             },
             .init("concurrency", \.concurrency, .integer(.between(1, 1_024)), "At most this many uploads at once."),
             .init("parked-in-memory", \.parkedInMemory, .integer(.atLeast(1)), """
-                While an incident holds uploads back, at most this many jobs wait parked in memory, ready to go the \
-                moment it ends; the others wait in the state's queue, at no memory cost, and are taken in order after \
-                them. About 1 KiB each.
+                Deprecated, and ignored: every upload an incident holds waits in the state's queue, at no memory \
+                cost, whatever their number. Accepted with a warning until the next release refuses it; remove it.
                 """),
             .init("max-file-size", \.maxFileSize, .size(.atLeast(1)), """
                 Larger files are not uploaded, and not dead-lettered: they stay in the outbox, each logged and \

@@ -57,29 +57,16 @@ extension Control.Category {
 }
 
 extension Control.JobState {
-    /// The wire's name for a stored state: the same raw value. (`parked` is the bus's to tell.)
+    /// The wire's name for a stored state: the same raw value.
     init(_ state: JobState) {
         self.init(rawValue: state.rawValue)!
     }
 }
 
 extension Control.Job {
-    /// A stored job; `held` is where the bus holds it, if it does.
-    /// A stored job as the bus holds it, if it does: parked, its attempts those recorded and the
-    /// runs it made since (every attempt is an upload, wherever it is counted).
-    init(_ job: OutboxJob, held: HeldJob? = nil) {
-        self.init(job, state: held == nil ? Control.JobState(job.state) : .parked, incident: held.map { $0.incident?.rawValue } ?? job.incident)
-        if let held { attempts += held.runs }
-    }
-
-    /// A stored job: parked behind the incident that holds its queue back, if it is one of the
-    /// queued jobs `queue` counts.
-    init(_ job: OutboxJob, heldBack queue: HeldQueue?) {
-        if let queue, job.state == .queued, job.service == queue.service {
-            self.init(job, state: .parked, incident: queue.incident?.rawValue)
-        } else {
-            self.init(job)
-        }
+    /// A stored job, where it waits: the store is the one place that keeps it.
+    init(_ job: OutboxJob) {
+        self.init(job, state: Control.JobState(job.state), incident: job.incident)
     }
 
     private init(_ job: OutboxJob, state: Control.JobState, incident: UInt64?) {

@@ -61,10 +61,12 @@ struct ControlService: Sendable {
         try implementMutating(Control.cancel, in: &router) { reference in
             let service = reference.service ?? SyncService.service
             let id = try await resolve(job: reference.id, service: service)
-            guard (try? await bus.cancel(job: id, service: service)) != nil else {
-                throw try notActionable(id, service: service, by: .cancel)
+            if (try? await bus.cancel(job: id, service: service)) != nil { return VarlinkEmpty() }
+            // Sync's parked jobs are rows of the store, not jobs the bus keeps.
+            if service == SyncService.service, try storeCall({ () throws(StoreError) in try store.discardParked(job: id) }) {
+                return VarlinkEmpty()
             }
-            return VarlinkEmpty()
+            throw try notActionable(id, service: service, by: .cancel)
         }
         try implementMutating(Control.pause, in: &router) { reference in
             try Self.check(service: reference.service)
@@ -141,13 +143,11 @@ struct ControlService: Sendable {
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
         let snapshot = await bus.snapshot()
-        let heldQueue = await sync.heldQueue()
         reporter.countAbsorbed(snapshot)
         gauges.update(StateGauges.State(
             snapshot: snapshot,
-            health: health.report(snapshot, heldQueue: heldQueue),
+            health: health.report(snapshot),
             pending: pending,
-            heldQueue: heldQueue,
             backlog: backlog,
             unqueued: sync.unqueued.summary,
             unreadableFiles: await sync.unreadableFiles.count,
@@ -158,20 +158,16 @@ struct ControlService: Sendable {
 
     func status() async throws -> Control.Status {
         let snapshot = await bus.snapshot()
-        let heldQueue = await sync.heldQueue()
         let now = Date()
         let history = try storeCall { () throws(StoreError) in try store.incidents(limit: 50) }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
+        let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
         var services: [Control.ServiceStatus] = []
         for name in Self.services {
-            let places = JobPlaces(
-                service: name,
-                counts: pending[name] ?? JobCounts(),
-                heldByBus: snapshot.heldByService[name] ?? 0,
-                heldQueue: heldQueue
-            )
+            let counts = pending[name] ?? JobCounts()
             let holding = snapshot.incidents.filter {
-                $0.service == name || ($0.parkedByService[name] ?? 0) > 0 || (places.heldBack > 0 && $0.id == heldQueue?.incident)
+                $0.service == name || ($0.parkedByService[name] ?? 0) > 0
+                    || (name == SyncService.service && parkedUnder[$0.id.rawValue] != nil)
             }
             // Its own latest open incident, else the oldest that holds its work (another service's
             // outage of the same server, say): what keeps it from delivering.
@@ -198,10 +194,12 @@ struct ControlService: Sendable {
             services.append(Control.ServiceStatus(
                 name: name,
                 state: Self.state(of: holding, running: snapshot.isRunning),
-                queued: places.queued,
-                inFlight: places.inFlight,
-                parked: places.parked,
-                dead: places.deadLettered,
+                queued: counts.queued,
+                inFlight: counts.inFlight,
+                // Each job is parked in one place: a row of the store, or (the loader's, auth's)
+                // a job the bus keeps.
+                parked: counts.parked + (snapshot.heldByService[name] ?? 0),
+                dead: counts.deadLettered,
                 lastError: lastError,
                 incidents: holding.map { Int($0.id.rawValue) }
             ))
@@ -212,14 +210,14 @@ struct ControlService: Sendable {
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
         let unqueued = sync.unqueued.summary
         let limits = await sync.limits
-        let health = self.health.report(snapshot, heldQueue: heldQueue, now: now)
+        let health = self.health.report(snapshot, now: now)
         return Control.Status(
             version: ErrorBusVersion.current,
             startedAt: ControlTime.format(startedAt),
-            statusLine: StatusLine.render(snapshot, health: health, heldQueue: heldQueue),
+            statusLine: StatusLine.render(snapshot, health: health, parkedUnder: parkedUnder),
             running: snapshot.isRunning,
             services: services,
-            incidents: snapshot.incidents.map { Control.Incident($0, now: now) },
+            incidents: snapshot.incidents.map { Self.told($0, parkedUnder: parkedUnder, now: now) },
             waitingForBudget: snapshot.waitingForBudget,
             retryBudgetTokens: snapshot.retryBudgetTokens,
             unreadableFiles: unreadable,
@@ -258,7 +256,8 @@ struct ControlService: Sendable {
     func incidents(_ filter: Control.IncidentFilter) async throws -> Control.IncidentList {
         let snapshot = await bus.snapshot()
         let now = Date()
-        var incidents = snapshot.incidents.map { Control.Incident($0, now: now) }
+        let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
+        var incidents = snapshot.incidents.map { Self.told($0, parkedUnder: parkedUnder, now: now) }
         if filter.all == true {
             let open = Set(incidents.map(\.id))
             let limit = min(max(filter.limit ?? 50, 0), 1000)
@@ -272,10 +271,13 @@ struct ControlService: Sendable {
         guard id > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
         let incidentID = IncidentID(rawValue: UInt64(id))
         if let open = try? await bus.incident(incidentID), open.resolution == nil {
-            let parked = (try? await bus.parkedJobs(in: incidentID)) ?? []
+            // Those the bus holds (other services'), then sync's, parked in the store.
+            let held = ((try? await bus.parkedJobs(in: incidentID)) ?? []).map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) }
+            let stored = try storeCall { () throws(StoreError) in try store.parkedJobs(under: UInt64(id), limit: 1000) }
+            let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
             return Control.IncidentDetail(
-                incident: Control.Incident(open, now: Date()),
-                parked: parked.prefix(1000).map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) }
+                incident: Self.told(open, parkedUnder: parkedUnder, now: Date()),
+                parked: Array((held + stored.map { Control.JobName(id: $0.id, service: $0.service, name: $0.fileName) }).prefix(1000))
             )
         }
         if let stored = try storeCall({ () throws(StoreError) in try store.incident(UInt64(id)) }) {
@@ -287,51 +289,24 @@ struct ControlService: Sendable {
         throw Control.noSuchIncident.error(.init(id: id))
     }
 
-    /// The store's jobs, each as the bus holds it: the store keeps a job the bus holds (parked,
-    /// or waiting for the retry budget) in flight, and only the bus knows where it waits. While
-    /// an incident holds sync back, its queued jobs wait behind that incident: parked too, after
-    /// those the bus holds.
+    /// The store's jobs: it keeps every sync job, and where it waits.
     func jobs(_ filter: Control.JobFilter) async throws -> Control.JobList {
         let limit = min(max(filter.limit ?? 100, 0), 1000)
         let offset = max(0, filter.offset ?? 0)
-        let held = await bus.heldJobs(service: filter.service ?? SyncService.service)
-        let heldByID = Dictionary(held.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let heldQueue = filter.service.map { $0 == SyncService.service } ?? true ? await sync.heldQueue() : nil
         return try storeCall { () throws(StoreError) in
-            switch filter.state {
-            case .parked:
-                let page = held.dropFirst(offset).prefix(limit)
-                var jobs = try store.jobs(ids: page.map(\.job.id)).map { Control.Job($0, held: heldByID[$0.id]) }
-                guard let heldQueue else { return Control.JobList(jobs: jobs, total: held.count) }
-                // Then the queue, oldest first.
-                if jobs.count < limit {
-                    let queued = try store.jobs(service: heldQueue.service, state: .queued, offset: max(0, offset - held.count), limit: limit - jobs.count)
-                    jobs += queued.map { Control.Job($0, heldBack: heldQueue) }
-                }
-                return Control.JobList(jobs: jobs, total: held.count + heldQueue.jobs)
-            case .queued? where heldQueue != nil:
-                // Sync's queue is parked (only sync keeps jobs in the store).
-                return Control.JobList(jobs: [], total: 0)
-            case .inFlight:
-                let jobs = try store.jobs(
-                    service: filter.service,
-                    state: .inFlight,
-                    excluding: Set(heldByID.keys),
-                    offset: offset,
-                    limit: limit
-                )
-                let counts = try store.counts(service: filter.service)
-                return Control.JobList(jobs: jobs.map { Control.Job($0) }, total: max(0, counts.inFlight - held.count))
-            case let state:
-                let state = state.flatMap { JobState(rawValue: $0.rawValue) }
-                let jobs = try store.jobs(service: filter.service, state: state, offset: offset, limit: limit)
-                let counts = try store.counts(service: filter.service)
-                return Control.JobList(
-                    jobs: jobs.map { $0.state == .inFlight ? Control.Job($0, held: heldByID[$0.id]) : Control.Job($0, heldBack: heldQueue) },
-                    total: state.map { counts[$0] } ?? counts.total
-                )
-            }
+            let counts = try store.counts(service: filter.service)
+            let state = filter.state.flatMap { JobState(rawValue: $0.rawValue) }
+            let jobs = try store.jobs(service: filter.service, state: state, offset: offset, limit: limit)
+            return Control.JobList(jobs: jobs.map { Control.Job($0) }, total: state.map { counts[$0] } ?? counts.total)
         }
+    }
+
+    /// An open incident as an operator is told it: the bus's, with the jobs parked under it in
+    /// the store counted among its parked ones.
+    static func told(_ incident: IncidentSnapshot, parkedUnder: [UInt64: Int], now: Date) -> Control.Incident {
+        var told = Control.Incident(incident, now: now)
+        told.parked += parkedUnder[incident.id.rawValue] ?? 0
+        return told
     }
 
     func watch(_ replies: VarlinkReplyWriter<Control.Event>) async throws -> Control.Event {
@@ -390,14 +365,9 @@ struct ControlService: Sendable {
                 await sync.wakeUp()
                 return Control.Count(count: 1)
             }
-            // A job the bus holds: a parked one goes when its incident does, which takes its
-            // next step now; a retry waiting for the budget runs now.
-            if (try? await bus.retry(job: id, service: SyncService.service)) != nil {
-                return Control.Count(count: 1)
-            }
-            // A queued job an incident holds back goes when that incident does, as a parked one.
-            if try storeCall({ () throws(StoreError) in try store.job(id) })?.state == .queued,
-                let incident = await sync.heldQueue()?.incident,
+            // A parked job goes when its incident does, which takes its next step now.
+            let job = try storeCall { () throws(StoreError) in try store.job(id) }
+            if job?.state == .parked, let incident = job?.incident.map(IncidentID.init(rawValue:)),
                 (try? await bus.retry(incident: incident)) != nil
             {
                 return Control.Count(count: 1)
@@ -421,20 +391,22 @@ struct ControlService: Sendable {
         case .incident(let id):
             guard id > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
             let dead = try storeCall { () throws(StoreError) in try store.discardDeadLetters(incident: UInt64(id)) }
+            // Its parked jobs first: the incident's end would release them.
+            let stored = try storeCall { () throws(StoreError) in try store.discardParked(UInt64(id), reason: "discarded by an operator") }
             do {
                 let parked = try await bus.discard(incident: IncidentID(rawValue: UInt64(id)))
-                return Control.Count(count: parked + dead.count)
+                return Control.Count(count: parked + stored + dead.count)
             } catch {
-                guard !dead.isEmpty else { throw Control.noSuchIncident.error(.init(id: id)) }
-                return Control.Count(count: dead.count)
+                guard !dead.isEmpty || stored > 0 else { throw Control.noSuchIncident.error(.init(id: id)) }
+                return Control.Count(count: stored + dead.count)
             }
         case .job(let given):
             let id = try await resolve(job: given, service: SyncService.service)
             if try storeCall({ () throws(StoreError) in try store.discardDeadLetter(id) }) != nil {
                 return Control.Count(count: 1)
             }
-            // A job the bus holds stops now, one it runs when its run ends (a run that succeeds
-            // stands); sync records it discarded.
+            // A job being uploaded stops when its run ends (a run that succeeds stands); sync
+            // records it discarded.
             if let cancellation = try? await bus.cancel(job: id, service: SyncService.service) {
                 return Control.Count(count: 1, running: cancellation == .whenRunEnds ? 1 : nil)
             }
@@ -453,27 +425,16 @@ struct ControlService: Sendable {
 
     /// The id of the job of `service` that `given` names: `given` itself when a job has that
     /// id, else the one job whose id starts with it (given at least
-    /// `Control.minimumJobIDPrefix` characters), stored or held by the bus. When no job's does,
-    /// `given` (the method answers `NoSuchJob`); when several jobs' do, `AmbiguousJob`.
+    /// `Control.minimumJobIDPrefix` characters). When no job's does, `given` (the method answers
+    /// `NoSuchJob`); when several jobs' do, `AmbiguousJob`.
     func resolve(job given: String, service: String) async throws -> String {
-        if await bus.heldJob(id: given, service: service) != nil { return given }
         if try storeCall({ () throws(StoreError) in try store.job(given) })?.service == service { return given }
         guard given.count >= Control.minimumJobIDPrefix else { return given }
         let stored = try storeCall { () throws(StoreError) in
             try store.jobs(idPrefix: given, service: service, limit: Self.ambiguityCandidates)
         }
-        // The store keeps every sync job; the bus holds other services' jobs, which it alone knows.
-        var held = await bus.heldJobs(service: service).map(\.job).filter { $0.id.hasPrefix(given) }
-        if !held.isEmpty {
-            let known = try storeCall { () throws(StoreError) in try store.jobs(ids: held.map(\.id)) }
-            let knownIDs = Set(known.filter { $0.service == service }.map(\.id))
-            var seen = Set<String>()
-            held = held.filter { !knownIDs.contains($0.id) && seen.insert($0.id).inserted }
-        }
-        let candidates = (stored.jobs.map { Control.JobName(id: $0.id, service: $0.service, name: $0.fileName) }
-            + held.map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) })
-            .sorted { $0.id < $1.id }
-        switch stored.total + held.count {
+        let candidates = stored.jobs.map { Control.JobName(id: $0.id, service: $0.service, name: $0.fileName) }.sorted { $0.id < $1.id }
+        switch stored.total {
         case 0: return given
         case 1: return candidates[0].id
         case let matches:

@@ -65,6 +65,9 @@ package struct Daemon: Sendable {
     /// Runs until a shutdown signal, then stops gracefully.
     package func run() async throws {
         let configuration = self.configuration
+        if configuration.sync.parkedInMemory != DaemonConfiguration.Sync().parkedInMemory {
+            logger.warning("sync.parked-in-memory is deprecated and ignored: every upload an incident holds waits in the state's queue, at no memory cost. Remove it; the next release refuses it.")
+        }
         try Self.prepareDirectories(configuration)
         let activated = try SocketActivation.fromEnvironment().first(named: DaemonConfiguration.Control.socketName)
         let wait = StoreWait(notifier: notifier, controlSocket: activated?.fileDescriptor, logger: logger)
@@ -144,7 +147,7 @@ package struct Daemon: Sendable {
                     manager: manager,
                     controlSocket: controlSocket,
                     health: health,
-                    heldQueue: { await sync.heldQueue() },
+                    parkedUnder: { (try? store.parkedCounts()) ?? [:] },
                     logger: logger
                 )),
             ]
@@ -182,7 +185,7 @@ package struct Daemon: Sendable {
                 // no cancellation signal): a service that was still stopping may end with this.
                 // What it left is queued again below, as at any stop.
             }
-            try await Self.stop(store, heldByBus: await sync.heldByBusAtStop, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
+            try await Self.stop(store, drainTimeout: configuration.shutdown.drainTimeout, logger: logger)
         } catch {
             try? await http.shutdown()
             throw error
@@ -199,7 +202,7 @@ package struct Daemon: Sendable {
         do {
             let interrupted = try store.requeueInterrupted()
             if interrupted > 0 {
-                logger.notice("\(IncidentReporter.count(interrupted, "job")) under way or held of errorbusd's last run, which ended without stopping, are queued again")
+                logger.notice("\(IncidentReporter.count(interrupted, "upload")) under way in errorbusd's last run, which ended without stopping, queued again")
             }
             IncidentLog.tellEnded(try store.closeOpenIncidents(as: .interrupted), how: "with errorbusd's last run, which ended without stopping", logger: logger)
             return (store, try store.lastIncidentID())
@@ -210,20 +213,18 @@ package struct Daemon: Sendable {
         }
     }
 
-    /// Once every service has stopped: queues again what was cut off or held, ends the
-    /// incidents still open, says so, and closes the store.
-    ///
-    /// - Parameter heldByBus: The jobs the bus held (parked, or waiting for the retry budget)
-    ///   when sync stopped; the other jobs left in flight are uploads the drain timeout cut off.
-    static func stop(_ store: JobStore, heldByBus: Int, drainTimeout: Duration, logger: Logger) async throws {
+    /// Once every service has stopped: queues again the uploads the drain timeout cut off (the
+    /// jobs left in flight), ends the incidents still open, says so, and closes the store. The
+    /// jobs parked under those incidents stay parked: the next start's sync queues them again.
+    static func stop(_ store: JobStore, drainTimeout: Duration, logger: Logger) async throws {
         try await store.flush()
-        let left = try store.requeueInterrupted()
-        let cutOff = max(0, left - heldByBus)
+        let cutOff = try store.requeueInterrupted()
         if cutOff > 0 {
             logger.warning("\(IncidentReporter.count(cutOff, "upload")) still under way when shutdown.drain-timeout (\(DurationText.format(drainTimeout))) ran out: queued again for the next start")
         }
-        if left - cutOff > 0 {
-            logger.notice("\(IncidentReporter.count(left - cutOff, "job")) held by incidents queued again for the next start")
+        let parked = try store.counts().parked
+        if parked > 0 {
+            logger.notice("\(IncidentReporter.count(parked, "job")) parked under incidents, queued again at the next start")
         }
         IncidentLog.tellEnded(try store.closeOpenIncidents(as: .shutdown), how: "as errorbusd stopped", logger: logger)
         try await store.close()

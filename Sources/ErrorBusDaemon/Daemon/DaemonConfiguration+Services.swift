@@ -34,7 +34,6 @@ extension SyncService.Settings {
             outbox: sync.outbox,
             afterDelivery: sync.afterDelivery,
             concurrency: sync.concurrency,
-            parkedInMemory: sync.parkedInMemory,
             maxFileSize: sync.maxFileSize,
             rescanInterval: sync.rescanInterval,
             settleTime: sync.settleTime,

@@ -112,14 +112,12 @@ final class HealthMonitor: Sendable {
 
     /// The verdict now. A measure the store cannot give is a critical check of its own: a store
     /// that cannot be read is no healthy delivery.
-    ///
-    /// - Parameter heldQueue: The queued jobs an incident holds back: parked, as those the bus
-    ///   holds are.
-    func report(_ snapshot: BusSnapshot, heldQueue: HeldQueue? = nil, now: Date = Date()) -> Control.Health {
+    func report(_ snapshot: BusSnapshot, now: Date = Date()) -> Control.Health {
         var problems: [Control.HealthCheck] = []
-        // Every job held back, counted as status and the job gauges count it: those the bus holds
-        // (parked, or waiting for the retry budget), and the queue an incident holds back.
-        let parked = snapshot.heldByService.values.reduce(0, +) + (heldQueue?.jobs ?? 0)
+        // Every job parked, counted as status and the job gauges count it: those parked in the
+        // store (sync's), and those the bus keeps (other services').
+        let stored = (try? store.counts().parked) ?? 0
+        let parked = stored + snapshot.heldByService.values.reduce(0, +)
         var measures = Measures(parked: parked, deadLetters: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         (measures.refused, measures.pacing) = Self.refused(snapshot)
         measures.needingOperator = Self.needingOperator(snapshot)

@@ -21,8 +21,6 @@ final class StateGauges: Sendable {
         var snapshot: BusSnapshot
         var health: Control.Health
         var pending: [String: JobCounts]
-        /// The queued jobs an incident holds back: parked, not queued.
-        var heldQueue: HeldQueue? = nil
         var backlog: JobStore.Backlog
         /// The outbox files the store refused to queue: they wait as the backlog's do.
         var unqueued = UnqueuedFiles.Summary()
@@ -43,20 +41,14 @@ final class StateGauges: Sendable {
         Gauge(label: "errorbus_sync_unqueued_files").record(unqueued.files)
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
 
-        // Every job the host keeps, once: the store's in-flight jobs the bus holds are parked, and
-        // so are the queued ones an incident holds back.
+        // Every job the host keeps, once, in its state in the store.
         for service in state.services {
-            let places = JobPlaces(
-                service: service,
-                counts: state.pending[service] ?? JobCounts(),
-                heldByBus: snapshot.heldByService[service] ?? 0,
-                heldQueue: state.heldQueue
-            )
+            let counts = state.pending[service] ?? JobCounts()
             let states: [(String, Int)] = [
-                ("queued", places.queued),
-                ("in_flight", places.inFlight),
-                ("parked", places.parked),
-                ("dead_lettered", places.deadLettered),
+                ("queued", counts.queued),
+                ("in_flight", counts.inFlight),
+                ("parked", counts.parked),
+                ("dead_lettered", counts.deadLettered),
             ]
             for (name, count) in states {
                 Gauge(label: "errorbus_jobs", dimensions: [("service", service), ("state", name)]).record(count)

@@ -21,8 +21,8 @@ struct Readiness: Service {
     let controlSocket: ControlSocketReadiness
     /// The health verdict the status line starts with.
     let health: HealthMonitor
-    /// The queued jobs an incident holds back (sync's), told as parked.
-    let heldQueue: @Sendable () async -> HeldQueue?
+    /// How many jobs wait under each incident in sync's store.
+    let parkedUnder: @Sendable () -> [UInt64: Int]
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
@@ -47,8 +47,7 @@ struct Readiness: Service {
 
     private func statusLine() async -> String {
         let snapshot = await bus.snapshot()
-        let heldQueue = await heldQueue()
-        return StatusLine.render(snapshot, health: health.report(snapshot, heldQueue: heldQueue), heldQueue: heldQueue)
+        return StatusLine.render(snapshot, health: health.report(snapshot), parkedUnder: parkedUnder())
     }
 
     private func keepStatusCurrent(from first: String) async {

@@ -10,10 +10,10 @@ extension SyncService {
     // MARK: - The backlog's limits
 
     /// Makes room in an overfull backlog (`sync.backlog.overflow: drop-oldest`): sets aside as
-    /// dead letters the jobs the bus holds for a failure of their own (a file the API keeps
-    /// refusing), then the oldest others it holds (parked behind an incident, or waiting for the
-    /// retry budget), then the oldest queued, until the backlog is within its limits. Uploads
-    /// under way are left to finish. Bad work goes before good work that merely waits behind it.
+    /// dead letters the claimed jobs not started yet, then, in the store, the jobs that failed
+    /// on their own (a file the API keeps refusing), then the oldest waiting (parked or queued),
+    /// until the backlog is within its limits. Uploads under way are left to finish. Bad work
+    /// goes before good work that merely waits behind it.
     func makeRoom() async {
         let limits = settings.backlog
         let backlog: JobStore.Backlog
@@ -35,31 +35,6 @@ extension SyncService {
         // As ``ended(_:_:)`` words a dead letter's reason.
         let reason = "\(text.title): \(text.message)"
         var dropped = 0
-        // The bus holds the oldest: they were submitted first. Those held for a failure of their
-        // own first, then in the bus's order, a page at a time.
-        let heldJobs = await bus.heldJobs(service: Self.service)
-        let held = (heldJobs.filter(\.hasFailed) + heldJobs.filter { !$0.hasFailed }).map(\.job.id)
-        var start = 0
-        while room.isOver, start < held.count {
-            let page = Array(held[start..<min(start + 256, held.count)])
-            start += page.count
-            let jobs = (try? store.jobs(ids: page)) ?? []
-            for job in jobs where room.isOver {
-                let failure = Failure(
-                    category: .invalid(reason: "over the backlog's limit"),
-                    scope: settings.scope,
-                    cause: "backlogFull",
-                    service: Self.service,
-                    text: text
-                )
-                // Its completion records it as a dead letter, as a rejected job's does.
-                guard (try? await bus.deadLetter(job: job.id, service: Self.service, failure: failure)) != nil else {
-                    continue  // released or finished meanwhile
-                }
-                room.free(job.size)
-                dropped += 1
-            }
-        }
         // Then those claimed for the dispatcher and not started yet, oldest first.
         while room.isOver, let job = state.dropPending() {
             do {

@@ -17,22 +17,20 @@ import Synchronization
 /// Uploads every file that arrives in the outbox, at least once, never losing one.
 ///
 /// ``OutboxIngest`` turns files into durable jobs before anything else happens to them. This
-/// service dispatches them: it claims queued jobs, hands each to the bus with `submit`, so a job
-/// that fails is parked by the bus (without a waiting task) and released when its incident's
-/// cause is gone, and records what became of each job, removing the file once it is delivered.
-/// It has no retry, back-off or login logic of its own: it only bounds how many uploads it starts
-/// at once, and starts none while an incident holds its jobs back (``ErrorBus/holdsBack(_:)``):
-/// then the store is the queue, and the bus holds only the runs that met the incident, however
-/// long the outage and however many files wait.
-actor SyncService: Service {
+/// service dispatches them: it claims queued jobs, runs each through the bus
+/// (``ErrorBus/run(_:operation:)``), and records the bus's verdict in the store: delivered (and
+/// its file removed), parked under an incident, queued again after a back-off, or set aside. The
+/// store is the one queue: a job waiting on an incident is a `parked` row and nothing else, and
+/// the bus asks this service for one as the incident's canary, and tells it when the incident
+/// releases them (``ParkedJobSource``). It has no retry, back-off or login logic of its own: it
+/// bounds how many uploads it runs at once, and claims none while an incident holds its uploads
+/// back (``ErrorBus/holdsBack(_:)``), however long the outage and however many files wait.
+actor SyncService: Service, ParkedJobSource {
     /// What the service needs to know, from the daemon's configuration.
     struct Settings: Sendable, Equatable {
         var outbox: String
         var afterDelivery: AfterDelivery
         var concurrency: Int
-        /// `sync.parked-in-memory`: how many jobs the bus may hold while an incident holds
-        /// uploads back; the others wait in the store.
-        var parkedInMemory = DaemonConfiguration.Sync().parkedInMemory
         var maxFileSize: Int64
         var rescanInterval: Duration
         var settleTime: Duration
@@ -64,9 +62,6 @@ actor SyncService: Service {
     }
 
     static let service = "sync"
-
-    /// While the bus's parking is full, new jobs wait this long before the next try.
-    static let parkingFullPause = Duration.seconds(1)
 
     private(set) var settings: Settings
     let store: JobStore
@@ -108,10 +103,6 @@ actor SyncService: Service {
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
     var state: DispatchState
-    /// The jobs the bus still had when this service stopped (parked, waiting for the retry
-    /// budget, or being run again by it): the daemon tells them apart from first uploads its
-    /// drain timeout cut off.
-    private(set) var heldByBusAtStop = 0
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
@@ -156,7 +147,7 @@ actor SyncService: Service {
         self.removal = removal
         self.makeUploader = makeUploader
         self.uploader = makeUploader(settings)
-        self.state = DispatchState(concurrency: settings.concurrency, parkedInMemory: settings.parkedInMemory)
+        self.state = DispatchState(concurrency: settings.concurrency)
         self.maxAge = AgeLimit(settings.maxAge)
         self.wakeups = wakeups
         self.wake = wake
@@ -188,15 +179,23 @@ actor SyncService: Service {
     /// uploads under way finish (the service group's shutdown deadline cancels any that take
     /// longer) and makes sure every state change is on disk.
     func run() async throws {
+        await bus.setParkedJobSource(self, forService: Self.service)
         await reconcileFiles()
+        // The jobs parked under the last run's incidents, which ended with it: known before this
+        // run parks any.
+        let lastRuns = await parkedByLastRun()
         // Jobs queued before a restart go first.
         wake.yield()
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { try await self.ingest.run() }
             group.addTask { await self.dispatch() }
             group.addTask { await self.wakeWhenReleased() }
+            group.addTask {
+                // Queued again a chunk at a time, while uploads go: a cause still there parks
+                // them again under an incident of this run.
+                for incident in lastRuns { await self.release(incident) }
+            }
         }
-        heldByBusAtStop = state.withTheBus
         do {
             try await store.flush()
         } catch {
@@ -204,7 +203,7 @@ actor SyncService: Service {
             // daemon flushes once every service has stopped (Daemon.stop), uncancelled.
             guard Task.isCancelled else { throw error }
         }
-        logger.info("sync stopped", metadata: ["held": "\(state.held)"])
+        logger.info("sync stopped", metadata: ["unrecorded": "\(state.unrecorded.count)"])
     }
 
     /// After a power loss, a delivered job's record may have rolled back while its file's
@@ -224,6 +223,17 @@ actor SyncService: Service {
         }
     }
 
+    /// The incidents of the last run with jobs still parked under them.
+    private func parkedByLastRun() async -> [IncidentID] {
+        do {
+            return try store.parkedCounts().keys.sorted().map(IncidentID.init(rawValue:))
+        } catch {
+            // They stay parked until the next start.
+            await storeFailures.report(error, doing: "read the jobs parked by the last run")
+            return []
+        }
+    }
+
     /// Applies new settings (a reload). Jobs already queued keep their state; the outbox stays
     /// the one watched since the start (the reload says so).
     func update(_ settings: Settings) async {
@@ -231,7 +241,6 @@ actor SyncService: Service {
         settings.outbox = self.settings.outbox
         self.settings = settings
         state.concurrency = settings.concurrency
-        state.parkedInMemory = settings.parkedInMemory
         maxAge.limit = settings.maxAge
         removal.afterDelivery = settings.afterDelivery
         uploader = makeUploader(settings)
@@ -250,19 +259,15 @@ actor SyncService: Service {
         Job(id: "", service: Self.service, scope: settings.scope, realm: settings.realm)
     }
 
-    /// Whether an open incident holds this service's jobs back: then those queued wait in the
-    /// store, behind it, as those parked wait in the bus. The bus's to tell.
-    var isHeldBack: Bool {
+    /// Whether an open incident (or the bus's stop) holds this service's uploads back. The
+    /// bus's to tell.
+    private var isHeldBack: Bool {
         bus.holdsBack(anyJob)
     }
 
-    /// The queued jobs an incident holds back, and which incident; `nil` when none does. The
-    /// bus tells whether one does and which, the store how many wait.
-    func heldQueue() async -> HeldQueue? {
-        guard isHeldBack else { return nil }
-        let queued = (try? store.counts(service: Self.service).queued) ?? 0
-        return HeldQueue(service: Self.service, incident: await bus.holdingIncident(of: anyJob), jobs: queued)
-    }
+    /// How many jobs one transaction parks or releases: a million waiting jobs never hold the
+    /// store's writer for one long transaction.
+    static let parkingChunk = 10_000
 
     /// Wakes the dispatcher when an incident's cause is gone or it ends: the jobs it held back
     /// may go. (A rescan wakes it too, should an event be missed.) And records in the store each
@@ -317,38 +322,52 @@ actor SyncService: Service {
                     // Deliveries make room: the overflow may be over.
                     overflow.endIfUnder(backlog, settings.backlog)
                 }
-                let claimed = state.heldBack(isHeldBack)
-                if !claimed.isEmpty { await unclaim(claimed) }
-                while let job = state.start(at: clock.now()) {
-                    let (upload, uploader) = (OutboxFile(job), uploader)
-                    var busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
-                    busJob.failedOnItsOwn = job.ownFailures
-                    let history = JobHistory(queuedAt: job.createdAt, attempts: job.attempts)
-                    uploads.addTask { await self.submit(upload, as: busJob, history: history, with: uploader) }
+                while let job = state.start() {
+                    let run = upload(OutboxFile(job), as: busJob(job), history: JobHistory(queuedAt: job.createdAt, attempts: job.attempts))
+                    uploads.addTask {
+                        await self.ran(run.job, run.history, await self.bus.run(run.busJob, operation: run.operation))
+                    }
                 }
-                if let resume = state.resumeToSchedule() {
+                if let retry = state.retryWake(at: clock.now()) {
                     let (clock, wake) = (clock, wake)
                     uploads.addTask {
-                        guard (try? await clock.sleep(resume)) != nil else { return }
+                        // Not a reason to hold the stop: the job waits in the store.
+                        guard (try? await cancelWhenGracefulShutdown({ try await clock.sleep(retry) })) != nil else { return }
                         wake.yield()
                     }
                 }
-                if state.startsClaim() {
+                if isHeldBack {
+                    await parkHeldBack()
+                } else if state.startsClaim() {
                     uploads.addTask { await self.claim() }
                 }
             }
         }
     }
 
-    /// Gives jobs claimed before their scope was held back to the store's queue: they wait there
-    /// with the rest. If the store cannot take them, they stay in flight in it until the next
-    /// start queues them again; nothing is lost.
-    private func unclaim(_ jobs: [OutboxJob]) async {
-        do {
-            try store.unclaim(jobs.map(\.id))
-        } catch {
-            await storeFailures.report(error, doing: "give \(jobs.count) claimed jobs back to the queue")
-        }
+    /// How the bus knows a job: its service, scope and realm, and whether it failed on its own
+    /// before.
+    private func busJob(_ job: OutboxJob) -> Job {
+        var busJob = Job(id: job.id, service: Self.service, scope: settings.scope, realm: settings.realm, name: job.fileName)
+        busJob.failedOnItsOwn = job.ownFailures
+        return busJob
+    }
+
+    /// One run of a job: what the bus runs (what it captures lives only as long as the run).
+    private func upload(_ job: OutboxFile, as busJob: Job, history: JobHistory) -> (job: OutboxFile, busJob: Job, history: JobHistory, operation: @Sendable () async throws -> Void) {
+        let (maxAge, replaced, wallClock, readFiles, uploader) = (self.maxAge, self.replaced, self.wallClock, self.readFiles, self.uploader)
+        return (job, busJob, history, {
+            if let failure = replaced.take(job.id) {
+                // Its file holds other content now, a job of its own: nothing to send.
+                throw JobStopped(evaluation: .cancel, reason: .superseded, failure: failure)
+            }
+            history.runs.add(1, ordering: .relaxed)
+            if let limit = maxAge.limit {
+                let age = Duration.seconds(wallClock.now().timeIntervalSince(history.queuedAt))
+                if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
+            }
+            readFiles.record(job.id, try await uploader.upload(job))
+        })
     }
 
     /// Claims queued jobs for the dispatcher, and wakes it when there is something to start or
@@ -364,90 +383,141 @@ actor SyncService: Service {
         if state.claimed(claimed) { wake.yield() }
     }
 
-    /// Hands a job to the bus. What the two closures capture stays in memory for as long as the
-    /// bus holds the job parked: an `OutboxFile`, its history and a few references, not the whole
-    /// stored job.
-    private nonisolated func submit(_ job: OutboxFile, as busJob: Job, history: JobHistory, with uploader: any Uploading) async {
-        let (maxAge, replaced, wallClock, readFiles) = (self.maxAge, self.replaced, self.wallClock, self.readFiles)
-        let submission = await bus.submit(busJob) {
-            if let failure = replaced.take(job.id) {
-                // Its file holds other content now, a job of its own: nothing to send.
-                throw JobStopped(evaluation: .cancel, reason: .superseded, failure: failure)
-            }
-            history.runs.add(1, ordering: .relaxed)
-            if let limit = maxAge.limit {
-                let age = Duration.seconds(wallClock.now().timeIntervalSince(history.queuedAt))
-                if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
-            }
-            readFiles.record(job.id, try await uploader.upload(job))
-        } completion: { outcome in
-            await self.finished(job, history, outcome)
-        }
-        await submitted(job, history, submission)
+    /// An upload the dispatcher started ended with `verdict`: its slot is free, and the verdict
+    /// is recorded.
+    private func ran(_ job: OutboxFile, _ history: JobHistory, _ verdict: Verdict) async {
+        state.uploadEnded()
+        // The next upload starts while this one's verdict is recorded (a delivery waits a few
+        // milliseconds for others to share its commit).
+        wake.yield()
+        await finish(job, history, verdict)
     }
 
-    /// Records what the first run of a job came to.
-    private func submitted(_ job: OutboxFile, _ history: JobHistory, _ submission: Submission) async {
-        state.firstRunEnded()
-        // The slot is free: the next upload starts while this one's outcome is recorded (a
-        // delivery waits a few milliseconds for others to share its commit).
-        wake.yield()
-        switch submission {
-        case .completed:
-            delivered(history)
-            await finish(job, .succeeded, runs: history.runs.load(ordering: .relaxed))
-        case .parked(let incident):
-            state.handedToBus()
-            // The bus holds it now, and is the one to ask where (it may park it again under
-            // another incident): the store keeps it in flight until its outcome.
-            logger.debug("\(job.fileName) parked under incident \(incident.map { "\($0)" } ?? "none (retry budget)")")
-        case .stopped(let stopped):
-            await finish(job, .stopped(stopped), runs: history.runs.load(ordering: .relaxed))
+    // MARK: - The bus's parked jobs
+
+    /// Runs the next job parked under `incident` as its canary, and records its verdict; `nil`
+    /// when none is parked under it.
+    func runOne(parkedUnder incident: IncidentID, as canary: CanaryRun) async -> Verdict? {
+        let taken: OutboxJob?
+        do {
+            taken = try store.takeParked(under: incident.rawValue)
+        } catch {
+            await storeFailures.report(error, doing: "take a job parked under incident \(incident)")
+            return nil
+        }
+        guard let job = taken else { return nil }
+        let run = upload(OutboxFile(job), as: busJob(job), history: JobHistory(queuedAt: job.createdAt, attempts: job.attempts))
+        let verdict = await canary.run(run.busJob, operation: run.operation)
+        await finish(run.job, run.history, verdict)
+        return verdict
+    }
+
+    /// `incident`'s cause is gone: the jobs parked under it are queued again, in their places.
+    func release(_ incident: IncidentID) async {
+        var released = 0
+        do {
+            while true {
+                let chunk = try await store.releaseParked(incident.rawValue, limit: Self.parkingChunk)
+                released += chunk
+                // The oldest may go while the rest are released.
+                wake.yield()
+                if chunk < Self.parkingChunk { break }
+            }
+        } catch {
+            // They stay parked until the next start queues them again.
+            await storeFailures.report(error, doing: "release the jobs parked under incident \(incident)")
+        }
+        logger.debug("\(released) jobs released by incident \(incident)")
+    }
+
+    /// While an incident holds the uploads back, the queued jobs wait under it as parked rows,
+    /// moved there in bulk (the bus need not run each to say so); the bus learns it keeps them,
+    /// to take one as its canary and release them all. Nothing is parked while the bus stops.
+    private func parkHeldBack() async {
+        guard let incident = await bus.holdingIncident(of: anyJob) else { return }
+        var parked = 0
+        do {
+            while true {
+                let chunk = try await store.parkQueued(under: incident.rawValue, limit: Self.parkingChunk)
+                parked += chunk
+                if chunk < Self.parkingChunk { break }
+            }
+        } catch {
+            // They wait in the queue instead, claimed once the incident ends.
+            await storeFailures.report(error, doing: "park the queued jobs under incident \(incident)")
+        }
+        guard parked > 0 else { return }
+        logger.debug("parked \(parked) queued jobs under incident \(incident): it holds the uploads back")
+        if await !bus.parkedHeldBack(anyJob, under: incident) {
+            // The incident released its jobs meanwhile: these go too.
+            await release(incident)
         }
     }
 
     // MARK: - Recording
 
-    /// Records the final outcome of a job the bus held.
-    private func finished(_ job: OutboxFile, _ history: JobHistory, _ outcome: JobOutcome) async {
-        state.backFromBus()
-        if case .succeeded = outcome { delivered(history) }
-        await finish(job, outcome, runs: history.runs.load(ordering: .relaxed))
-        wake.yield()
+    /// Records a verdict; one the store cannot take now waits in `unrecorded`.
+    private func finish(_ job: OutboxFile, _ history: JobHistory, _ verdict: Verdict) async {
+        if case .succeeded = verdict { delivered(history) }
+        let runs = history.runs.load(ordering: .relaxed)
+        if await !record(job, verdict, runs: runs) { state.unrecorded.append((job, verdict, runs)) }
     }
 
-    /// Records what became of a job; an outcome the store cannot take now waits in `unrecorded`.
-    /// `runs`: how many uploads its submission made.
-    private func finish(_ job: OutboxFile, _ outcome: JobOutcome, runs: Int) async {
-        if await !record(job, outcome, runs: runs) { state.unrecorded.append((job, outcome, runs)) }
-    }
-
-    /// Records an outcome; false when the store could not take it (and that is reported).
-    private func record(_ job: OutboxFile, _ outcome: JobOutcome, runs: Int) async -> Bool {
-        let recorded =
-            switch outcome {
-            case .succeeded: await delivered(job)
-            case .stopped(let stopped): await ended(job, stopped, runs: runs)
-            }
-        if recorded {
-            state.recorded()
-            readFiles.forget(job.id)
+    /// Records a verdict; false when the store could not take it (and that is reported).
+    private func record(_ job: OutboxFile, _ verdict: Verdict, runs: Int) async -> Bool {
+        let recorded: Bool
+        switch verdict {
+        case .succeeded:
+            recorded = await delivered(job)
+        case .parked(let incident, let failed):
+            recorded = await parked(job, under: incident, failed: failed, runs: runs)
+        case .retry(let delay):
+            recorded = await requeued(job, after: delay)
+        case .stopped(let stopped):
+            recorded = await ended(job, stopped, runs: runs)
         }
+        if recorded { readFiles.forget(job.id) }
         return recorded
     }
 
-    /// Records the outcomes the store could not take before, oldest first, and stops at the
+    /// Records the verdicts the store could not take before, oldest first, and stops at the
     /// first it still cannot take: one failed write and one report per try, not one per job.
     private func recordUnrecorded() async {
         guard !state.unrecorded.isEmpty else { return }
         let waiting = state.unrecorded
         state.unrecorded = []
-        for (index, (job, outcome, runs)) in waiting.enumerated() where await !record(job, outcome, runs: runs) {
+        for (index, (job, verdict, runs)) in waiting.enumerated() where await !record(job, verdict, runs: runs) {
             state.unrecorded = Array(waiting[index...]) + state.unrecorded
             return
         }
         // Jobs queued again may go.
         wake.yield()
+    }
+
+    private func parked(_ job: OutboxFile, under incident: IncidentID, failed: Bool, runs: Int) async -> Bool {
+        do {
+            try store.markParked(job.id, incident: incident.rawValue, failed: failed, runs: runs)
+        } catch {
+            await storeFailures.report(error, doing: "park \(job.fileName) under incident \(incident)")
+            return false
+        }
+        logger.debug("\(job.fileName) parked under incident \(incident)")
+        return true
+    }
+
+    /// Queues a job its scope paced again, not to be claimed before its back-off is over; the
+    /// dispatcher looks at the queue again then.
+    private func requeued(_ job: OutboxFile, after delay: Duration) async -> Bool {
+        do {
+            try store.markQueued(job.id, lastError: "paced by its scope", retryAt: wallClock.now().addingTimeInterval(delay.timeInterval))
+        } catch {
+            await storeFailures.report(error, doing: "queue \(job.fileName) again")
+            return false
+        }
+        logger.debug("\(job.fileName) paced by its scope: runs again in \(DurationText.format(delay))")
+        state.retry(at: clock.now().advanced(by: delay))
+        wake.yield()
+        return true
     }
 
     private func delivered(_ job: OutboxFile) async -> Bool {
@@ -501,9 +571,6 @@ actor SyncService: Service {
                 let text = stopped.failure?.text ?? OperatorText(title: "Replaced before it was sent", message: "\(job.fileName) was replaced after it was queued.")
                 logger.notice("\(text.title): \(text.message) \(text.next ?? "")")
                 try store.markDiscarded(job.id, reason: "\(text.title): \(text.message)")
-            case .parkingFull:
-                try store.markQueued(job.id, lastError: "parking full")
-                state.parkingFull(at: clock.now(), pause: Self.parkingFullPause)
             case .shutdown, .taskCancelled:
                 // Stays in flight in the store: the next start queues it again.
                 break

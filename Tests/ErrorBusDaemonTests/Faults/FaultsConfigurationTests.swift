@@ -79,7 +79,7 @@ extension Faults {
             #expect(accepted.status == 0, "\(accepted.standardError)")
 
             let cases: [(String, String, String)] = [
-                ("wrong type", fixture.example.replacingOccurrences(of: "  concurrency: 16\n  # While", with: "  concurrency: [1, 2]\n  # While"), "sync.concurrency"),
+                ("wrong type", fixture.example.replacingOccurrences(of: "  concurrency: 16\n  # Deprecated", with: "  concurrency: [1, 2]\n  # Deprecated"), "sync.concurrency"),
                 ("wrong type", fixture.example.replacingOccurrences(of: "rescan-interval: 30s", with: "rescan-interval: {a: 1}"), "sync.rescan-interval"),
                 ("unknown key", fixture.example.replacingOccurrences(of: "  max-file-size: 100MiB\n", with: "  max-file-size: 100MiB\n  turbo: true\n"), "sync.turbo"),
                 ("the secret in the file", fixture.example.replacingOccurrences(of: "  client-id: errorbus\n", with: "  client-id: errorbus\n  client-secret: hunter2\n"), "auth.client-secret"),

@@ -119,7 +119,7 @@ extension Faults {
                 try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
                 for number in 3..<13 { try daemon.drop("during-\(number).bin", content: DaemonIntegrationTests.content(number)) }
                 try await daemon.waitForLog("journal unreachable at /run/systemd/journal/socket")
-                try await daemon.waitForLog("parked under incident 1", count: 10)
+                try await daemon.waitForParked(10, under: 1)
                 let status = try await Faults.statusAnswers(daemon)
                 #expect((status["incidents"] as? [Any])?.count == 1)
                 try await sandbox.clearFaults()

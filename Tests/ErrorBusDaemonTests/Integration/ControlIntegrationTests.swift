@@ -52,7 +52,7 @@ struct ControlIntegrationTests {
     ) async throws {
         try await sandbox.fault(fault)
         for number in 0..<count { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
-        try await daemon.waitForLog("parked under incident 1", count: count)
+        try await daemon.waitForParked(count, under: 1)
     }
 
     @Test func statusIncidentsAndJobsTellTheOutageTruthfully() async throws {
@@ -164,30 +164,24 @@ struct ControlIntegrationTests {
         }
     }
 
-    /// A long outage's queue stays in the store, not in memory (`sync.parked-in-memory`), and is
-    /// told as what it is to an operator: parked behind the incident, each job acted on alone.
+    /// A long outage's queue waits in the store, each job a row parked under the incident, none
+    /// in memory, and is told and acted on as such: each job alone.
     @Test func aQueueHeldBackWaitsInTheStoreAndIsToldAndActedOnAsParked() async throws {
-        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_PARKED_IN_MEMORY": "3", "ERRORBUSD_SYNC_CONCURRENCY": "2"]) { sandbox, daemon in
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_CONCURRENCY": "2"]) { sandbox, daemon in
             try await sandbox.fault(#"{"route":"items","mode":"status","status":429,"retryAfter":60}"#)
             for number in 0..<30 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
-            try await daemon.waitForLog("incident 1 opened")
-            var status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
-            while status.services.first?.parked != 30 {
-                try await Task.sleep(for: .milliseconds(20))
-                status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
-            }
-            // At most three wait in the bus's memory (the two uploads started before the incident
-            // opened, then as many as parked-in-memory); the store holds the rest, queued. Both
-            // counts from one read of the store: read apart, a job the dispatcher claimed or gave
-            // back between them (once the canary, due at the Retry-After, runs) would be counted
-            // in neither or in both.
+            // The uploads that met the incident, and the queue it held back (its canary waits
+            // for the Retry-After).
+            try await daemon.waitForParked(30, under: 1)
             let store = try Daemon.store(of: daemon)
-            let counts = try store.counts()
-            let (inMemory, inTheStore) = (counts[JobState.inFlight.rawValue] ?? 0, counts[JobState.queued.rawValue] ?? 0)
-            #expect((1...3).contains(inMemory) && inMemory + inTheStore == 30, "\(inMemory) in flight, \(inTheStore) queued")
-            // To an operator, all thirty are parked behind incident 1.
+            let parkedRows = try store.jobs(.parked)
+            #expect(parkedRows.count == 30 && parkedRows.allSatisfy { $0.incident == 1 })
+            #expect(try store.counts() == [JobState.parked.rawValue: 30])
+            // To an operator, all thirty are parked behind incident 1, and the bus keeps none.
+            let status = try await Self.varlink(daemon) { try await $0.call(Control.getStatus) }
             let sync = try #require(status.services.first { $0.name == "sync" })
-            #expect(sync.queued == 0 && sync.inFlight == 0 && sync.state == .held && sync.incidents == [1])
+            #expect(sync.queued == 0 && sync.inFlight == 0 && sync.parked == 30 && sync.state == .held && sync.incidents == [1])
+            #expect(status.incidents.first?.parked == 30)
             #expect(status.statusLine.contains("sync: 30 parked"), "\(status.statusLine)")
             #expect(status.health.checks.first { $0.name == "parked" }?.value == 30)
             let parked = try Self.json(Control.JobList.self, try await Self.ctl(daemon, "jobs", "--state", "parked", "--limit", "1000", "--json"))
@@ -198,7 +192,7 @@ struct ControlIntegrationTests {
             #expect(queued.total == 0)
 
             // One waiting in the store is discarded, alone.
-            let waiting = try store.jobs(.queued)
+            let waiting = parkedRows
             let discarded = try #require(waiting.first)
             let discard = try await Self.ctl(daemon, "discard", "--job", String(discarded.id.prefix(12)))
             #expect(discard.status == 0, "\(discard.standardError)")
@@ -431,7 +425,7 @@ struct ControlIntegrationTests {
         try await Daemon.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             for number in 0..<4 { try daemon.drop("item-\(number).bin", content: Daemon.content(number)) }
-            try await daemon.waitForLog("parked under incident 1", count: 4)
+            try await daemon.waitForParked(4, under: 1)
             // The incident reporter counts the opening, then logs it, from its own subscription:
             // the sync service's "parked" lines do not say it has yet.
             try await daemon.waitForLog("incident 1 opened")
@@ -468,7 +462,7 @@ struct ControlIntegrationTests {
         try await Daemon.withDaemon { sandbox, daemon in
             try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
             for number in 0..<3 { try daemon.drop("held-\(number).bin", content: Daemon.content(number)) }
-            try await daemon.waitForLog("parked under incident 1", count: 3)
+            try await daemon.waitForParked(3, under: 1)
             let pause = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
             #expect(pause.id == 2)
 
@@ -527,7 +521,7 @@ struct ControlIntegrationTests {
             // Parked under a pause, which sends no canary: the jobs stay where they are.
             let pause = try Self.json(Control.IncidentReference.self, try await Self.ctl(daemon, "pause", "sync", "--json"))
             for number in numbers { try daemon.drop("file-\(number).bin", content: Daemon.content(number)) }
-            try await daemon.waitForLog("parked under incident \(pause.id)", count: 3)
+            try await daemon.waitForParked(3, under: Int(pause.id))
 
             // The incident lists its parked jobs by short id and file name.
             let detail = try Self.json(Control.IncidentDetail.self, try await Self.ctl(daemon, "incident", "\(pause.id)", "--json"))
@@ -600,7 +594,7 @@ struct ControlIntegrationTests {
 
             // Work parks under the pause; one parked job is cancelled.
             for number in 0..<2 { try daemon.drop("held-\(number).bin", content: Daemon.content(number)) }
-            try await daemon.waitForLog("parked under incident \(paused.id)", count: 2)
+            try await daemon.waitForParked(2, under: Int(paused.id))
             let parked = try await Self.varlink(daemon) { try await $0.call(Control.listJobs, .init(state: .parked)) }
             #expect(parked.total == 2)
             let cancelled = try await Self.ctl(daemon, "cancel", parked.jobs[0].id)

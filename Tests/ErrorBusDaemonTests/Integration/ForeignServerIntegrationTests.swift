@@ -125,7 +125,7 @@ struct ForeignServerIntegrationTests {
         try await Self.run(daemon, stopping: [nginx]) {
             for number in 0..<6 { try daemon.drop("file-\(number).txt", content: Data("file \(number)\n".utf8)) }
             try await daemon.waitForLog("needs an operator")
-            try await daemon.waitForLog("parked under incident 1", count: 6)
+            try await daemon.waitForParked(6, under: 1)
             let incidents = try await Self.incidents(daemon)
             #expect(incidents.count == 1, "\(incidents)")
             let incident = try #require(incidents.first)

@@ -241,7 +241,7 @@ struct PoisonIntegrationTests {
             try await daemon.waitForLog("poison.bin fails while other sync jobs")
             // The store keeps that it fails on its own.
             let store = try DaemonIntegrationTests.store(of: daemon)
-            while try store.jobs(.inFlight).first(where: { $0.fileName == "poison.bin" })?.ownFailures ?? 0 == 0 {
+            while try (store.jobs(.inFlight) + store.jobs(.parked)).first(where: { $0.fileName == "poison.bin" })?.ownFailures ?? 0 == 0 {
                 try await Task.sleep(for: .milliseconds(20))
             }
             drip.cancel()
@@ -298,7 +298,8 @@ struct PoisonIntegrationTests {
             // order; the backlog is full.
             for number in 0..<2 {
                 try daemon.drop(Self.good(number).name, content: Self.good(number).content)
-                try await daemon.waitForLog("\(Self.good(number).name) parked under incident 1")
+                // Parked behind the bad file, which its run parked first.
+                try await daemon.waitForParked(number + 2, under: 1)
             }
             // Two more: room must be made for two. The bad file goes first, then the oldest good one.
             for number in 2..<4 { try daemon.drop(Self.good(number).name, content: Self.good(number).content) }
@@ -338,10 +339,11 @@ struct PoisonIntegrationTests {
             let content = Data("the file this API never answers\n".utf8)
             try daemon.drop("poison.bin", content: content)
             try await daemon.waitForLog("incident 1 opened: ")
-            // Keyed by content and name (the WebDAV contract tells files by name). In flight in the
-            // store from its first upload on, canary or not: read before the canary is looked
-            // for, so that only the discard comes between seeing the canary and acting on it.
-            let id = String(try #require(try DaemonIntegrationTests.store(of: daemon).jobs(.inFlight).first?.id).prefix(12))
+            // Keyed by content and name (the WebDAV contract tells files by name): its one row, in
+            // flight or parked under the incident, read before the canary is looked for, so that
+            // only the discard comes between seeing the canary and acting on it.
+            let stored = try DaemonIntegrationTests.store(of: daemon)
+            let id = String(try #require((try stored.jobs(.inFlight) + stored.jobs(.parked)).first?.id).prefix(12))
             // No event says a canary started: the incident's state does, while it runs.
             while try await ControlIntegrationTests.varlink(daemon, { try await $0.call(Control.getIncident, .init(id: 1)) }).incident.state != "canary" {
                 try await Task.sleep(for: .milliseconds(20))

@@ -17,11 +17,12 @@ import Testing
             try store.markInFlight("job-1")
 
             #expect(try store.markParked("job-0", incident: 7, failed: false))
-            #expect(try store.markParked("job-1", incident: 7, failed: true))
+            #expect(try store.markParked("job-1", incident: 7, failed: true, runs: 2))
             var job = try #require(try store.job("job-1"))
-            #expect(job.state == .parked && job.incident == 7 && job.failedUnder && job.attempts == 0)
+            // Its uploads count among its attempts.
+            #expect(job.state == .parked && job.incident == 7 && job.failedUnder && job.attempts == 2)
             job = try #require(try store.job("job-0"))
-            #expect(job.state == .parked && job.incident == 7 && !job.failedUnder)
+            #expect(job.state == .parked && job.incident == 7 && !job.failedUnder && job.attempts == 0)
 
             // Only from the queue or an upload: not parked again, not from a final state or the
             // dead letters.
@@ -34,11 +35,9 @@ import Testing
             #expect(try store.markParked("missing", incident: 7, failed: false) == false)
 
             #expect(try store.jobs(state: .parked).map(\.id) == ["job-0", "job-1"])
-            #expect(try store.jobs(service: "sync", state: .parked, excluding: ["job-0"], offset: 0, limit: 10).map(\.id) == ["job-1"])
             // Nothing claims a parked job but its incident.
             #expect(try await store.claimQueued(limit: 10).isEmpty)
             #expect(try store.markInFlight("job-0") == false)
-            #expect(try store.unclaim(["job-0"]) == 0)
         }
     }
 
@@ -74,6 +73,32 @@ import Testing
         }
     }
 
+    /// An incident holds the uploads back: the queue is parked under it, oldest first, a chunk at
+    /// a time, as jobs that merely wait; the jobs under way and set aside stay where they are.
+    @Test func aHeldBackQueueIsParkedUnderItsIncidentInChunks() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(6))
+            try store.markInFlight(["job-1"])
+            try store.markDeadLettered("job-5", reason: "422", incident: 3)
+            // Paced before the incident held the scope: its back-off is the release's now.
+            try store.markQueued("job-3", lastError: "paced", retryAt: Date().addingTimeInterval(3600))
+
+            #expect(try await store.parkQueued(under: 7, limit: 2) == 2)
+            #expect(try store.parkedJobs(under: 7, limit: 10).map(\.id) == ["job-0", "job-2"])
+            #expect(try await store.parkQueued(under: 7, limit: 2) == 2)
+            #expect(try await store.parkQueued(under: 7, limit: 2) == 0)
+            #expect(try store.counts() == JobCounts([.inFlight: 1, .parked: 4, .deadLettered: 1]))
+            for id in ["job-0", "job-2", "job-3", "job-4"] {
+                let job = try #require(try store.job(id))
+                #expect(job.incident == 7 && !job.failedUnder, "\(id)")
+            }
+            #expect(try store.job("job-5")?.incident == 3)
+            // Released, they are claimed at once (the paced one too), in their places.
+            #expect(try await store.releaseParked(7) == 4)
+            #expect(try await store.claimQueued(limit: 10).map(\.id) == ["job-0", "job-2", "job-3", "job-4"])
+        }
+    }
+
     @Test func releasingAnIncidentQueuesItsJobsInTheirPlaces() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(6))
@@ -84,12 +109,13 @@ import Testing
             try store.markParked("job-3", incident: 8, failed: false)
             #expect(try store.parkedCounts() == [7: 3, 8: 1])
 
-            #expect(try store.releaseParked(7) == 3)
+            #expect(try await store.releaseParked(7, limit: 2) == 2)
+            #expect(try await store.releaseParked(7, limit: 2) == 1)
             for id in ["job-0", "job-2", "job-4"] {
                 let job = try #require(try store.job(id))
                 #expect(job.state == .queued && job.incident == nil && !job.failedUnder && job.attempts == 0, "\(id)")
             }
-            #expect(try store.releaseParked(7) == 0)
+            #expect(try await store.releaseParked(7) == 0)
             #expect(try store.parkedCounts() == [8: 1])
             // In their places: the oldest first, among the jobs that were never parked.
             #expect(try await store.claimQueued(limit: 10).map(\.id) == ["job-0", "job-1", "job-2", "job-4", "job-5"])
@@ -117,10 +143,10 @@ import Testing
             #expect(backlog.jobs == 3 && backlog.bytes == 100 + 101 + 102)
             #expect(backlog.oldest == (try store.job("job-0"))?.createdAt)
             #expect(try store.backlog(service: "sync") == backlog)
-            // Beyond the limits the oldest queued jobs go, not the parked ones; these count.
+            // Beyond the limits the parked jobs go first, oldest first, then the queued ones.
             let dropped = try store.dropOldestQueued(maxBytes: nil, maxJobs: 2, reason: "backlog full")
-            #expect(dropped.map(\.id) == ["job-2"])
-            #expect(try store.counts() == JobCounts([.parked: 2, .delivered: 1, .deadLettered: 1]))
+            #expect(dropped.map(\.id) == ["job-0"])
+            #expect(try store.counts() == JobCounts([.queued: 1, .parked: 1, .delivered: 1, .deadLettered: 1]))
         }
     }
 
@@ -170,6 +196,22 @@ import Testing
         }
     }
 
+    /// An operator cancels one parked job: discarded, with its incident; a job in any other
+    /// state is not cancelled.
+    @Test func oneParkedJobIsCancelledAlone() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(3))
+            try store.markParked("job-0", incident: 7, failed: false)
+            try store.markParked("job-1", incident: 7, failed: true)
+            #expect(try store.discardParked(job: "job-1"))
+            let job = try #require(try store.job("job-1"))
+            #expect(job.state == .discarded && job.incident == 7 && job.reason == "discarded by an operator" && !job.failedUnder)
+            #expect(try !store.discardParked(job: "job-1"))
+            #expect(try !store.discardParked(job: "job-2"))
+            #expect(try store.counts() == JobCounts([.queued: 1, .parked: 1, .discarded: 1]))
+        }
+    }
+
     @Test func aFileWrittenAgainOrGoneGivesUpItsParkedJob() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             let old = OutboxFile(id: "old", service: "sync", fileName: "a.json", path: "/o/a.json", size: 1)
@@ -189,26 +231,31 @@ import Testing
         }
     }
 
-    /// The bus's incidents end with errorbusd: a restart queues their jobs, in their places.
-    @Test func aRestartQueuesTheParkedJobsAgain() async throws {
+    /// The bus's incidents end with errorbusd: a restart queues the uploads that were under way
+    /// at once, and leaves the parked jobs, however many, for sync to release a chunk at a time
+    /// (by their incident, which the store still counts), each then in its place.
+    @Test func aRestartQueuesTheUploadsUnderWayAndLeavesTheParkedJobsToRelease() async throws {
         try await StoreTestDirectory.with { directory in
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            _ = try await store.enqueue(StoreTestDirectory.newJobs(4))
-            try store.markInFlight(["job-0", "job-1"])
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(5))
+            try store.markInFlight(["job-0", "job-1", "job-4"])
             try store.markParked("job-1", incident: 7, failed: true)
             try store.markParked("job-2", incident: 8, failed: false)
             try store.markDeadLettered("job-3", reason: "422", incident: 7)
             try await store.close()
 
             let restarted = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
-            #expect(try restarted.requeueInterrupted() == 3)
-            for id in ["job-0", "job-1", "job-2"] {
+            #expect(try restarted.requeueInterrupted() == 2)
+            #expect(try restarted.parkedCounts() == [7: 1, 8: 1])
+            for incident in try restarted.parkedCounts().keys {
+                #expect(try await restarted.releaseParked(incident, limit: 1) == 1)
+            }
+            for id in ["job-0", "job-1", "job-2", "job-4"] {
                 let job = try #require(try restarted.job(id))
                 #expect(job.state == .queued && job.incident == nil && !job.failedUnder, "\(id)")
             }
             #expect(try restarted.job("job-3")?.incident == 7)
-            #expect(try restarted.parkedCounts() == [:])
-            #expect(try await restarted.claimQueued(limit: 10).map(\.id) == ["job-0", "job-1", "job-2"])
+            #expect(try await restarted.claimQueued(limit: 10).map(\.id) == ["job-0", "job-1", "job-2", "job-4"])
             try await restarted.close()
         }
     }
@@ -222,7 +269,8 @@ import Testing
             for index in 0..<10 { try store.markParked("job-\(index)", incident: UInt64(index % 3), failed: index % 2 == 0) }
             let statements: [(sql: String, arguments: StatementArguments)] = [
                 (JobStore.takeParkedSQL, [1]),
-                (JobStore.releaseParkedSQL, [0, 1]),
+                (JobStore.releaseParkedSQL, [0, 1, 10]),
+                (JobStore.parkQueuedSQL, [1, 0, 10]),
                 (JobStore.parkedCountsSQL, []),
             ]
             let plans = try await store.pool.read { db in
@@ -230,11 +278,14 @@ import Testing
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.sql, arguments: statement.arguments).map { $0["detail"] as String }
                 }
             }
-            let (take, release, count) = (plans[0], plans[1], plans[2])
+            let (take, release, park, count) = (plans[0], plans[1], plans[2], plans[3])
             #expect(take.count == 1 && take[0].contains("INDEX job_parked (state=? AND incident=?)"), "\(take)")
-            #expect(release.count == 1 && release[0].contains("INDEX job_parked (state=? AND incident=?)"), "\(release)")
+            // The release's subquery walks the parked jobs of one incident, its update each by its key.
+            #expect(release.contains { $0.contains("INDEX job_parked (state=? AND incident=?)") }, "\(release)")
             #expect(count.count == 1 && count[0].contains("COVERING INDEX job_parked (state=? AND incident>?)"), "\(count)")
-            #expect(!(take + release + count).contains { $0.contains("TEMP B-TREE") || $0.contains("job_state") })
+            #expect(!(take + release + count).contains { $0.contains("TEMP B-TREE") || $0.contains("job_state") || $0.contains("SCAN job") })
+            // Parking the queue walks the queued jobs in `job_state`, oldest first, with no sort.
+            #expect(park.contains { $0.contains("INDEX job_state (state=?)") } && !park.contains { $0.contains("TEMP B-TREE") || $0.contains("SCAN job") }, "\(park)")
         }
     }
 
@@ -288,8 +339,8 @@ import Testing
 
             let again = try JobStore(directory: directory, logger: StoreTestDirectory.logger())
             #expect(try again.requeueInterrupted() == 1)
-            #expect(try again.markParked("job-1", incident: 9, failed: true))
-            #expect(try again.takeParked(under: 9)?.id == "job-1")
+            #expect(try again.markParked("job-2", incident: 9, failed: true))
+            #expect(try again.takeParked(under: 9)?.id == "job-2")
             #expect(try again.checkIntegrity() == ["ok"])
             try await again.close()
             #expect(try JobStore.requirements(directory: directory, newerThan: "0.3.0") == ["13 parked jobs"])

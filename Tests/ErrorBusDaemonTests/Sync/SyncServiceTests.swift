@@ -36,28 +36,6 @@ struct SyncServiceTests {
         }
     }
 
-    @Test func aFullParkingPausesNewJobsForOneSecondOfTheClock() async throws {
-        let uploader = FakeUploader(gated: true, failing: true)
-        try await SyncHarness.with(concurrency: 2, maxParkedJobs: 1, uploader: uploader) { harness in
-            for number in 0..<3 { try harness.drop("item-\(number).bin") }
-            // Two uploads fail together: one parks, and what comes next finds parking full.
-            await uploader.nextStart()
-            await uploader.nextStart()
-            uploader.release()
-            uploader.release()
-            // The dispatcher pauses: the rescan loop and the pause's end sleep on its clock.
-            await harness.clock.sleepers(atLeast: 2)
-            let turnedAway = try harness.turnedAway()
-            #expect(turnedAway >= 1)
-            // A second later the dispatcher tries again, finds parking still full, and pauses
-            // again. (No upload runs meanwhile: the bus turns the jobs away at admission.)
-            harness.clock.advance(by: SyncService.parkingFullPause)
-            await harness.clock.sleepers(atLeast: 2)
-            #expect(try harness.turnedAway() > turnedAway)
-            #expect(uploader.uploads.count == 2)
-        }
-    }
-
     @Test func aFileInotifyDidNotReportIsFoundByTheNextRescan() async throws {
         let uploader = FakeUploader()
         try await SyncHarness.with(uploader: uploader) { harness in
@@ -97,26 +75,43 @@ struct SyncServiceTests {
 extension SyncServiceTests {
     @Test func whileAnIncidentHoldsUploadsBackTheStoreIsTheQueueAndItsEndReleasesAll() async throws {
         let uploader = FakeUploader()
-        try await SyncHarness.with(parkedInMemory: 2, uploader: uploader) { harness in
+        try await SyncHarness.with(uploader: uploader) { harness in
             // An operator pauses sync: an incident holds its jobs back.
             let pause = await harness.bus.pause(SyncService.service)
             for number in 0..<10 { try harness.drop("item-\(number).bin") }
-            // The bus parks two; the other eight wait in the store, queued, not in memory. The
-            // dispatcher claims the two (in flight in the store) before the bus parks them, so the
-            // queue's eight alone do not say the two are parked yet: wait for the bus first.
-            await harness.bus.waitUntilParked(2)
-            while await harness.sync.heldQueue()?.jobs != 8 { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(await harness.bus.heldJobs(service: SyncService.service).count == 2)
-            #expect(try harness.store.counts() == JobCounts([.queued: 8, .inFlight: 2]))
-            #expect(await harness.sync.heldQueue() == HeldQueue(service: SyncService.service, incident: pause, jobs: 8))
+            // Nothing is claimed: the ten wait in the store, parked under the pause, and the bus
+            // holds none.
+            await harness.waitForParked(10)
+            let parked = try harness.store.jobs(state: .parked)
+            #expect(parked.count == 10 && parked.allSatisfy { $0.incident == pause.rawValue && !$0.failedUnder })
+            #expect(await harness.bus.snapshot().parkedJobs == 0)
             #expect(uploader.uploads.isEmpty)
 
-            // Its end wakes the dispatcher: every file goes, the two parked and the eight queued.
+            // Its end wakes the dispatcher: every file goes.
             #expect(await harness.bus.resume(SyncService.service) == 1)
             _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
             #expect(Set(uploader.uploads.map(\.fileName)) == Set((0..<10).map { "item-\($0).bin" }))
-            #expect(try harness.store.counts().delivered == 10)
-            #expect(await harness.sync.heldQueue() == nil)
+            #expect(try harness.store.counts() == JobCounts([.delivered: 10]))
+        }
+    }
+
+    @Test func anOutagesUploadsWaitAsParkedRowsAndTheBusHoldsNone() async throws {
+        let uploader = FakeUploader(gated: true, failing: true)
+        try await SyncHarness.with(concurrency: 2, uploader: uploader) { harness in
+            for number in 0..<6 { try harness.drop("item-\(number).bin") }
+            // Two uploads fail together and open an incident; the jobs claimed with them meet
+            // it before they run. Each is a parked row under it.
+            await uploader.nextStart()
+            await uploader.nextStart()
+            uploader.release()
+            uploader.release()
+            await harness.waitForParked(6)
+            let incident = try #require(await harness.bus.snapshot().incidents.first?.id)
+            let parked = try harness.store.jobs(state: .parked)
+            #expect(parked.allSatisfy { $0.incident == incident.rawValue })
+            #expect(parked.filter(\.failedUnder).count == 2)
+            #expect(await harness.bus.snapshot().parkedJobs == 0)
+            #expect(try harness.store.counts().inFlight == 0)
         }
     }
 
@@ -151,6 +146,14 @@ struct SyncHarness {
     let sync: SyncService
     /// The sync service's clock.
     let clock: ManualClock
+    /// What the bus and the service logged.
+    let logs: LogRecorder
+
+    /// Waits until the service has parked at least `count` jobs under any incident, as it logs
+    /// them (``ParkingLog``).
+    func waitForParked(_ count: Int) async {
+        await logs.wait { entries in ParkingLog.parked(in: entries.map(\.message).joined(separator: "\n"), under: nil) >= count }
+    }
 
     /// How many times the bus turned a job away because parking was full (each counts as an
     /// attempt of that job).
@@ -167,7 +170,6 @@ struct SyncHarness {
 
     static func with(
         concurrency: Int = 4,
-        parkedInMemory: Int = 1_000,
         maxParkedJobs: Int = 100_000,
         settleTime: Duration = .zero,
         uploader: FakeUploader,
@@ -181,7 +183,8 @@ struct SyncHarness {
             try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: false)
             try before(outbox)
             try await prepare(store, outbox)
-            let logger = Logger(label: "sync-tests") { _ in SwiftLogNoOpLogHandler() }
+            let logs = LogRecorder()
+            let logger = logs.logger
             var configuration = ErrorBusConfiguration()
             configuration.maxParkedJobs = maxParkedJobs
             // The dispatcher's own bound is what these tests look at: the bus lets every upload
@@ -196,7 +199,6 @@ struct SyncHarness {
                 outbox: outbox,
                 afterDelivery: .delete,
                 concurrency: concurrency,
-                parkedInMemory: parkedInMemory,
                 maxFileSize: 1 << 20,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
@@ -209,7 +211,7 @@ struct SyncHarness {
                 group.addTask { await bus.run() }
                 group.addTask { try await sync.run() }
                 defer { group.cancelAll() }
-                try await body(SyncHarness(root: root, outbox: outbox, store: store, bus: bus, sync: sync, clock: clock))
+                try await body(SyncHarness(root: root, outbox: outbox, store: store, bus: bus, sync: sync, clock: clock, logs: logs))
             }
         }
     }

@@ -287,6 +287,17 @@ final class DaemonProcess: Sendable {
         }
     }
 
+    /// Waits until errorbusd's log says it parked at least `count` jobs under `incident`
+    /// (``ParkingLog``; `nil`: under any): one at a time as their runs met it, or the queue it
+    /// held back at once.
+    func waitForParked(_ count: Int, under incident: Int?, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let child = try current
+        guard await child.standardError.wait(until: { ParkingLog.parked(in: $0, under: incident) >= count }) else {
+            Issue.record("errorbusd ended before parking \(count) jobs under incident \(incident.map { "\($0)" } ?? "any"):\n\(child.standardError.text)", sourceLocation: sourceLocation)
+            throw ChildProcessError(description: "errorbusd ended")
+        }
+    }
+
     /// Drops a file into the outbox the way a well-behaved writer does: written under a hidden
     /// name, then renamed into place.
     @discardableResult

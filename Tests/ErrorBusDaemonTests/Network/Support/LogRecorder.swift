@@ -10,7 +10,7 @@ final class LogRecorder: Sendable {
 
     private struct State {
         var entries: [Entry] = []
-        var waiters: [(needle: String, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [(condition: @Sendable ([Entry]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state = Mutex(State())
@@ -27,10 +27,15 @@ final class LogRecorder: Sendable {
 
     /// Waits until a message containing `needle` has been logged.
     func wait(for needle: String) async {
+        await wait { entries in entries.contains { $0.message.contains(needle) } }
+    }
+
+    /// Waits until everything logged so far satisfies `condition`.
+    func wait(until condition: @escaping @Sendable ([Entry]) -> Bool) async {
         await withCheckedContinuation { continuation in
             let found = state.withLock { state in
-                if state.entries.contains(where: { $0.message.contains(needle) }) { return true }
-                state.waiters.append((needle, continuation))
+                if condition(state.entries) { return true }
+                state.waiters.append((condition, continuation))
                 return false
             }
             if found { continuation.resume() }
@@ -40,8 +45,9 @@ final class LogRecorder: Sendable {
     fileprivate func append(_ entry: Entry) {
         let ready = state.withLock { state in
             state.entries.append(entry)
-            let ready = state.waiters.filter { entry.message.contains($0.needle) }.map(\.continuation)
-            state.waiters.removeAll { entry.message.contains($0.needle) }
+            let entries = state.entries
+            let ready = state.waiters.filter { $0.condition(entries) }.map(\.continuation)
+            state.waiters.removeAll { $0.condition(entries) }
             return ready
         }
         for continuation in ready { continuation.resume() }
