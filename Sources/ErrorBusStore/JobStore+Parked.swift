@@ -99,8 +99,8 @@ extension JobStore {
         WHERE seq IN (SELECT seq FROM job INDEXED BY job_parked WHERE state = 'parked' AND incident = ? LIMIT ?)
         """
 
-    /// How many jobs are parked under each incident, from one walk of the parked jobs' index
-    /// alone (not of their rows); incidents with none are left out.
+    /// How many jobs are parked under each incident, from the `parked_count` rows the schema's
+    /// triggers keep: a few rows, however many jobs are parked. Incidents with none are left out.
     package func parkedCounts() throws(StoreError) -> [UInt64: Int] {
         try read("counting parked jobs") { db in
             let rows = try Row.fetchAll(db, sql: Self.parkedCountsSQL)
@@ -108,10 +108,7 @@ extension JobStore {
         }
     }
 
-    static let parkedCountsSQL = """
-        SELECT incident, COUNT(*) FROM job INDEXED BY job_parked
-        WHERE state = 'parked' AND incident IS NOT NULL GROUP BY incident
-        """
+    static let parkedCountsSQL = "SELECT incident, count FROM parked_count WHERE count > 0"
 
     /// Discards every job parked under `incident` with `reason`, in one `UPDATE`: an operator
     /// gives up an incident's work. They keep their incident, which tells what they waited on;

@@ -238,6 +238,39 @@ enum StoreSchema {
                 try db.execute(sql: "ALTER TABLE job ADD COLUMN retryAt INTEGER")
             }
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS job_parked ON job(state, incident, failedUnder) WHERE state = 'parked'")
+            // How many jobs are parked under each incident, kept by triggers as `job_count` is:
+            // status asks it on every call, and counting a million parked jobs in the index took
+            // a tenth of a second. Rows stay at zero once an incident's jobs are gone (one per
+            // incident that parked any). Made again from the jobs whenever this runs.
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS parked_count (incident INTEGER PRIMARY KEY, count INTEGER NOT NULL);
+                    DELETE FROM parked_count;
+                    INSERT INTO parked_count (incident, count)
+                        SELECT incident, COUNT(*) FROM job WHERE state = 'parked' AND incident IS NOT NULL GROUP BY incident;
+                    DROP TRIGGER IF EXISTS parked_count_insert;
+                    DROP TRIGGER IF EXISTS parked_count_delete;
+                    DROP TRIGGER IF EXISTS parked_count_update;
+                    CREATE TRIGGER parked_count_insert AFTER INSERT ON job
+                    WHEN NEW.state = 'parked' AND NEW.incident IS NOT NULL BEGIN
+                        INSERT INTO parked_count (incident, count) VALUES (NEW.incident, 1)
+                            ON CONFLICT (incident) DO UPDATE SET count = count + 1;
+                    END;
+                    CREATE TRIGGER parked_count_delete AFTER DELETE ON job
+                    WHEN OLD.state = 'parked' AND OLD.incident IS NOT NULL BEGIN
+                        UPDATE parked_count SET count = count - 1 WHERE incident = OLD.incident;
+                    END;
+                    CREATE TRIGGER parked_count_update AFTER UPDATE OF state, incident ON job
+                    WHEN (OLD.state = 'parked' OR NEW.state = 'parked')
+                        AND (OLD.state IS NOT NEW.state OR OLD.incident IS NOT NEW.incident) BEGIN
+                        UPDATE parked_count SET count = count - 1
+                        WHERE OLD.state = 'parked' AND incident = OLD.incident;
+                        INSERT INTO parked_count (incident, count)
+                            SELECT NEW.incident, 1 WHERE NEW.state = 'parked' AND NEW.incident IS NOT NULL
+                            ON CONFLICT (incident) DO UPDATE SET count = count + 1;
+                    END;
+                    """
+            )
         }
 
         return migrator

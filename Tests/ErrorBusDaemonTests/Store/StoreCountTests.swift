@@ -44,6 +44,12 @@ import Testing
                         #expect(pending[service, default: JobCounts()][state] == counted[state], "\(service) \(state) after \(step)")
                     }
                 }
+                // And the jobs parked under each incident (`parked_count`).
+                let parked = try DatabaseQueue(path: directory + "/" + JobStore.databaseFileName, configuration: Self.readOnly).read { db in
+                    try Row.fetchAll(db, sql: "SELECT incident, COUNT(*) FROM job WHERE state = 'parked' AND incident IS NOT NULL GROUP BY incident")
+                        .reduce(into: [UInt64: Int]()) { $0[$1[0]] = $1[1] }
+                }
+                #expect(try store.parkedCounts() == parked, "parked after \(step)")
             }
 
             _ = try await store.enqueue(StoreTestDirectory.newJobs(8))

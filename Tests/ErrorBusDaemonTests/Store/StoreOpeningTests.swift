@@ -22,7 +22,7 @@ import ErrorBusDaemon
                     try String.fetchOne(db, sql: "PRAGMA journal_mode")
                 )
             }
-            #expect(tables == ["incident", "job", "job_count", "resource", "store_format", "store_writer"])
+            #expect(tables == ["incident", "job", "job_count", "parked_count", "resource", "store_format", "store_writer"])
             #expect(migrations == Set(StoreSchema.migrator.migrations))
             #expect(journalMode == "wal")
             #expect(try store.checkIntegrity() == ["ok"])

@@ -261,8 +261,8 @@ import Testing
     }
 
     /// What SQLite does for each statement on the parked jobs: a walk of `job_parked` (of its
-    /// entries under one incident, in the order taken, with no sort; for the counts, of the index
-    /// alone), never of the table or of `job_state`, which holds every job of a state.
+    /// entries under one incident, in the order taken, with no sort), never of the table or of
+    /// `job_state`, which holds every job of a state; the counts read the rows triggers keep.
     @Test func theStatementsOnParkedJobsWalkTheirIndex() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(20))
@@ -282,7 +282,8 @@ import Testing
             #expect(take.count == 1 && take[0].contains("INDEX job_parked (state=? AND incident=?)"), "\(take)")
             // The release's subquery walks the parked jobs of one incident, its update each by its key.
             #expect(release.contains { $0.contains("INDEX job_parked (state=? AND incident=?)") }, "\(release)")
-            #expect(count.count == 1 && count[0].contains("COVERING INDEX job_parked (state=? AND incident>?)"), "\(count)")
+            // The counts, from the rows the triggers keep.
+            #expect(count.count == 1 && count[0].contains("parked_count"), "\(count)")
             #expect(!(take + release + count).contains { $0.contains("TEMP B-TREE") || $0.contains("job_state") || $0.contains("SCAN job") })
             // Parking the queue walks the queued jobs in `job_state`, oldest first, with no sort.
             #expect(park.contains { $0.contains("INDEX job_state (state=?)") } && !park.contains { $0.contains("TEMP B-TREE") || $0.contains("SCAN job") }, "\(park)")
