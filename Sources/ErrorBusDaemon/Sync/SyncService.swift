@@ -434,7 +434,11 @@ actor SyncService: Service, ParkedJobSource {
     /// moved there in bulk (the bus need not run each to say so); the bus learns it keeps them,
     /// to take one as its canary and release them all. Nothing is parked while the bus stops.
     private func parkHeldBack() async {
-        guard let incident = await bus.holdingIncident(of: anyJob) else { return }
+        // Most wake-ups during a hold find nothing queued (a canary's verdict, a rescan): one row
+        // of `job_count` read says so, without a hop to the bus or an empty write.
+        guard (try? store.counts(service: Self.service).queued) ?? 1 > 0,
+            let incident = await bus.holdingIncident(of: anyJob)
+        else { return }
         var parked = 0
         do {
             while true {
