@@ -51,12 +51,13 @@ extension Faults {
                 for answer in Self.answers {
                     try await sandbox.fault(answer.fault)
                     let first = number
+                    let logged = try daemon.current.standardError.text.utf8.count
                     for _ in 0..<3 {
                         try daemon.drop("item-\(number).bin", content: DaemonIntegrationTests.content(number))
                         number += 1
                     }
                     // The incident this answer opened, once the store has its jobs' fate.
-                    let incident = try await Self.incident(for: answer, daemon: daemon)
+                    let incident = try await Self.incident(for: answer, daemon: daemon, loggedBefore: logged)
                     #expect(incident.category == answer.category, "\(answer)")
                     #expect(incident.cause == answer.cause, "\(answer)")
                     if answer.deadLettered {
@@ -91,15 +92,17 @@ extension Faults {
         /// Waits for the incident that holds the jobs `answer` failed (its jobs parked or
         /// dead-lettered, as the store has them, or paced while the API served the earlier
         /// answers' jobs), through the control socket's history.
-        static func incident(for answer: Answer, daemon: DaemonProcess) async throws -> Control.Incident {
+        static func incident(for answer: Answer, daemon: DaemonProcess, loggedBefore: Int) async throws -> Control.Incident {
             let expectedState: Control.JobState = answer.deadLettered ? .deadLettered : .parked
             if answer.deadLettered {
                 try await daemon.waitForLog("set aside as a dead letter: ", count: 3 * (Self.answers.prefix { $0.fault != answer.fault }.filter(\.deadLettered).count + 1))
             } else {
-                let count = 3 * (Self.answers.prefix { $0.fault != answer.fault }.filter { !$0.deadLettered }.count + 1)
+                // Its own three, logged since its files were dropped: an earlier answer's jobs may
+                // be parked again by their canaries meanwhile.
                 let child = try daemon.current
                 let met = await child.standardError.wait { log in
-                    ParkingLog.parked(in: log, under: nil) + log.components(separatedBy: " paced by its scope: ").count - 1 >= count
+                    let since = String(decoding: log.utf8.dropFirst(loggedBefore), as: UTF8.self)
+                    return ParkingLog.parked(in: since, under: nil) + since.components(separatedBy: " paced by its scope: ").count - 1 >= 3
                 }
                 try #require(met, "\(answer): errorbusd ended before its jobs were parked or paced")
             }

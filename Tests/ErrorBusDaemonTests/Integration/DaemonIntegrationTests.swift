@@ -455,7 +455,12 @@ struct DaemonIntegrationTests {
         // for the next start to queue again.
         #expect(stopped.standardError.contains("incident 1 still open when the bus stopped"), "\(stopped.standardError)")
         #expect(stopped.standardError.contains("0 jobs released, 0 dead-lettered ERRORBUS_"), "\(stopped.standardError)")
-        #expect(stopped.standardError.contains("3 jobs parked under incidents, queued again at the next start"), "\(stopped.standardError)")
+        // All three parked, or two while the third ran as its canary, cut off by the stop.
+        #expect(
+            stopped.standardError.contains("3 jobs parked under incidents, queued again at the next start")
+                || (stopped.standardError.contains("2 jobs parked under incidents") && stopped.standardError.contains("1 upload still under way")),
+            "\(stopped.standardError)"
+        )
         var history = try Self.store(of: daemon).incidents()
         #expect(history.map(\.id) == [1])
         #expect(history.first?.resolution == "shutdown")
