@@ -40,6 +40,7 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private struct Waiter {
+        let id: UInt64
         let count: Int
         let continuation: CheckedContinuation<Void, Never>
     }
@@ -49,7 +50,7 @@ public final class ManualClock: Clock, Sendable {
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
         var waiters: [Waiter] = []
-        /// Ids of sleeps cancelled before they were registered.
+        /// Ids of sleeps and waits cancelled before they were registered.
         var cancelledEarly: Set<UInt64> = []
         /// Ids of sleeps the clock's advance woke whose tasks have not returned from them yet.
         var waking: Set<UInt64> = []
@@ -138,15 +139,31 @@ public final class ManualClock: Clock, Sendable {
         return deadline
     }
 
-    /// Suspends until at least `count` tasks are sleeping on this clock.
+    /// Suspends until at least `count` tasks are sleeping on this clock, or the waiting task is
+    /// cancelled (a test's time limit ends a wait for timers nothing will set).
     public func sleepers(atLeast count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let satisfied = state.withLock { state in
-                if state.sleepers.count >= count { return true }
-                state.waiters.append(Waiter(count: count, continuation: continuation))
-                return false
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let satisfied = state.withLock { state in
+                    if state.sleepers.count >= count || state.cancelledEarly.remove(id) != nil { return true }
+                    state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                    return false
+                }
+                if satisfied { continuation.resume() }
             }
-            if satisfied { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else {
+                    state.cancelledEarly.insert(id)
+                    return nil as Waiter?
+                }
+                return state.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume()
         }
     }
 }

@@ -1,6 +1,7 @@
 import ErrorBus
 import ErrorBusTesting
 import Synchronization
+import Testing
 
 /// An API on a manual clock that refuses work by a law, as real APIs do: a share of requests
 /// failing at random (one bad backend behind a balancer), a rate (a token bucket: `503` with
@@ -211,7 +212,15 @@ func drive(
             }
             let done = ended.state.withLock { $0.outcomes.count }
             if done == jobs.count || clock.now.offset >= limit { break }
-            if done < submitted { await clock.sleepers(atLeast: 1) }
+            if done < submitted {
+                await clock.sleepers(atLeast: 1)
+                if Task.isCancelled {
+                    // The test's time limit: jobs the bus holds that no timer will move.
+                    let snapshot = await bus.snapshot()
+                    Issue.record("drive stopped at \(clock.now): \(done) of \(submitted) jobs ended; held: \(snapshot.parkedJobs) parked, \(snapshot.waitingForBudget) waiting for the budget; incidents: \(snapshot.incidents.map { "\($0.id) \($0.state) parked \($0.parked) next \(String(describing: $0.next))" })")
+                    break
+                }
+            }
             let arrival = submitted < jobs.count ? ManualClock.Instant(offset: spacing * submitted) : nil
             let next = [clock.nextDeadline, arrival].compactMap { $0 }.min()
             guard let next else { break }
