@@ -71,7 +71,7 @@ extension JobStore {
             }
             // Into the database file itself, so that an errorbusd that cannot read this one's WAL
             // settings finds everything there.
-            try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
             if !undone.isEmpty {
                 logger.notice(
                     "Job store turned back for errorbusd \(release)",
