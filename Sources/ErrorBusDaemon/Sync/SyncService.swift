@@ -215,7 +215,9 @@ actor SyncService: Service, ParkedJobSource {
         do {
             let vanished = try await NIOThreadPool.singleton.runIfActive {
                 // A file that cannot be looked at (a permission) is there: only its absence discards.
-                try store.reconcileFiles { job in (try? SystemCall.stat(job.path)).map { $0 != nil } ?? true }
+                try store.reconcileFiles { job in
+                    do { return try SystemCall.stat(job.path) != nil } catch { return true }
+                }
             }
             if !vanished.isEmpty { logger.warning("\(vanished.count) queued jobs had lost their files and were discarded") }
         } catch {

@@ -372,6 +372,26 @@ struct DaemonIntegrationTests {
         try await sandbox.stop()
     }
 
+    /// A file removed while errorbusd was stopped (by hand, or its removal kept by a power loss
+    /// that undid its delivery's record): its job is discarded at start, before any upload, and
+    /// said once; the others keep waiting.
+    @Test func aJobWhoseFileWentWhileStoppedIsDiscardedAtStart() async throws {
+        try await Self.withDaemon(environment: Self.noCanaryUntilRetried) { sandbox, daemon in
+            try await sandbox.fault(#"{"route":"all","mode":"down"}"#)
+            let gone = try daemon.drop("gone.bin", content: Self.content(1))
+            try daemon.drop("kept.bin", content: Self.content(2))
+            try await daemon.waitForParked(2, under: 1)
+            #expect(try await daemon.stop().status == 0)
+            try FileManager.default.removeItem(atPath: daemon.outbox + "/" + gone)
+            try await daemon.start()
+            try await daemon.waitForLog("1 queued jobs had lost their files and were discarded")
+            let store = try Self.store(of: daemon)
+            let discarded = try store.jobs(.discarded)
+            #expect(discarded.map(\.fileName) == ["gone.bin"])
+            #expect(discarded.first?.reason?.contains("Its file was gone at start") == true)
+        }
+    }
+
     /// The state a stop between recording a delivery and removing the file leaves: the file of
     /// a delivered job, at the same path. It is removed, not uploaded again, not left forever.
     @Test func theFileOfADeliveredJobIsRemovedWithoutASecondUpload() async throws {
