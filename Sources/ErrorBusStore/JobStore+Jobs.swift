@@ -23,15 +23,20 @@ extension JobStore {
     /// uploaded again: the delivered job is replaced by a new one, listed in ``EnqueueResult/inserted``
     /// and ``EnqueueResult/replacedDelivered``. The delivered file itself, left by a stop between
     /// the delivery and its removal (written before the delivery), stays a duplicate.
-    package func enqueue(_ new: [OutboxFile], redeliver: Bool = false) async throws(StoreError) -> EnqueueResult {
+    ///
+    /// With `incident`, the new jobs are parked under it rather than queued, as jobs that merely
+    /// wait (``parkQueued(under:limit:)``): it holds their uploads back as they arrive, and each
+    /// is written once.
+    package func enqueue(_ new: [OutboxFile], redeliver: Bool = false, parkedUnder incident: UInt64? = nil) async throws(StoreError) -> EnqueueResult {
         guard !new.isEmpty else { return EnqueueResult(inserted: [], duplicates: []) }
         let now = storeNow()
         let milliseconds = now.storeMilliseconds
+        let state: JobState = incident == nil ? .queued : .parked
         return try await writeSuspending("saving \(new.count) new job(s)") { db in
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO job (id, digest, service, fileName, path, size, state, attempts, createdAt, updatedAt, modifiedAt)
-                    VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)
+                    INSERT INTO job (id, digest, service, fileName, path, size, state, incident, failedUnder, attempts, createdAt, updatedAt, modifiedAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     """
             )
@@ -44,7 +49,7 @@ extension JobStore {
             for job in new {
                 let created = job.arrivedAt.map { min($0.storeMilliseconds, milliseconds) } ?? milliseconds
                 func insertQueued() throws -> Bool {
-                    try insert.execute(arguments: [job.id.storedJobKey, job.digest, job.service, job.fileName, job.path, job.size, created, milliseconds, job.modifiedNanoseconds])
+                    try insert.execute(arguments: [job.id.storedJobKey, job.digest, job.service, job.fileName, job.path, job.size, state.rawValue, incident, created, milliseconds, job.modifiedNanoseconds])
                     return db.changesCount == 1
                 }
                 if try !insertQueued() {
@@ -76,7 +81,8 @@ extension JobStore {
                         fileName: job.fileName,
                         path: job.path,
                         size: job.size,
-                        state: .queued,
+                        state: state,
+                        incident: incident,
                         createdAt: Date(storeMilliseconds: created),
                         updatedAt: now
                     )

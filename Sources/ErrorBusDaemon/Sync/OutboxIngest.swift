@@ -23,8 +23,9 @@ actor OutboxIngest {
         var maxFileSize: Int64
         var rescanInterval: Duration
         var settleTime: Duration
-        /// The uploads' scope on the bus (the upload URL's origin).
-        var scope: String
+        /// The shape of every upload on the bus: the service, scope (the upload URL's origin)
+        /// and realm they share.
+        var uploads: Job
         var backlog = DaemonConfiguration.Sync.Backlog()
         /// Whether the API tells files by name (``UploadContract/tellsFilesByName``): then a job
         /// is keyed by content and name, not by content alone.
@@ -56,6 +57,7 @@ actor OutboxIngest {
     /// The files the store refused to queue.
     private let unqueued: UnqueuedFiles
     private let storeFailures: StoreFailures
+    private let parkedUploads: ParkedUploads
 
     /// - Parameters:
     ///   - deliveredFiles: Removes (or moves) a file whose content the API already has.
@@ -72,6 +74,7 @@ actor OutboxIngest {
         overflow: BacklogOverflow,
         unqueued: UnqueuedFiles,
         storeFailures: StoreFailures,
+        parkedUploads: ParkedUploads,
         leases: WriterLeases,
         logger: Logger,
         deliveredFiles: @escaping @Sendable (_ path: String, _ fileName: String, _ read: FileStatus?) -> DeliveredFileRemoval.Outcome,
@@ -88,6 +91,7 @@ actor OutboxIngest {
         self.overflow = overflow
         self.unqueued = unqueued
         self.storeFailures = storeFailures
+        self.parkedUploads = parkedUploads
         self.leases = leases
         self.logger = logger
         self.deliveredFiles = deliveredFiles
@@ -351,7 +355,10 @@ actor OutboxIngest {
         do {
             // An API that tells files by name may have let its consumers remove a file: the same
             // file dropped again after its delivery goes again.
-            let result = try await store.enqueue(ready, redeliver: settings.keyedByName)
+            // While an incident holds the uploads back, new jobs are parked under it as they are
+            // written, rather than queued and then parked.
+            let holder = await parkedUploads.holder(of: settings.uploads)
+            let result = try await store.enqueue(ready, redeliver: settings.keyedByName, parkedUnder: holder?.rawValue)
             for file in ready { unqueued.queued(file.fileName) }
             for duplicate in result.duplicates {
                 if duplicate.existing.state == .delivered {
@@ -380,7 +387,9 @@ actor OutboxIngest {
             for job in result.inserted where rewritten.contains(job.fileName) {
                 await supersede(by: job)
             }
-            if !result.inserted.isEmpty {
+            if let holder {
+                await parkedUploads.parked(result.inserted.count, "new", like: settings.uploads, under: holder)
+            } else if !result.inserted.isEmpty {
                 logger.debug("queued \(result.inserted.count) outbox files")
                 queued()
             }
@@ -486,7 +495,7 @@ actor OutboxIngest {
         logger.warning("\(name) in the outbox is \(size) bytes, over sync.max-file-size (\(settings.maxFileSize)); it is left in place and not uploaded")
         let failure = Failure(
             category: .invalid(reason: "over the size limit"),
-            scope: settings.scope,
+            scope: settings.uploads.scope,
             cause: "fileTooLarge",
             service: SyncService.service,
             text: OperatorText(

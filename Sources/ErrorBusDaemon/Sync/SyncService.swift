@@ -54,7 +54,7 @@ actor SyncService: Service, ParkedJobSource {
                 maxFileSize: maxFileSize,
                 rescanInterval: rescanInterval,
                 settleTime: settleTime,
-                scope: scope,
+                uploads: Job(id: "", service: SyncService.service, scope: scope, realm: realm),
                 backlog: backlog,
                 keyedByName: upload.tellsFilesByName
             )
@@ -72,6 +72,8 @@ actor SyncService: Service, ParkedJobSource {
     let logger: Logger
     private let ingest: OutboxIngest
     let storeFailures: StoreFailures
+    /// The uploads incidents hold back, shared with the ingest.
+    private let parkedUploads: ParkedUploads
     private let duplicates: DuplicateFiles
     let removal: DeliveredFileRemoval
     /// Jobs whose file was written again with other content while they were under way or held.
@@ -134,6 +136,8 @@ actor SyncService: Service, ParkedJobSource {
         let unqueued = UnqueuedFiles()
         let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: settings.minFreeSpace)
         self.storeFailures = storeFailures
+        let parkedUploads = ParkedUploads(store: store, bus: bus, storeFailures: storeFailures, logger: logger, wake: wake)
+        self.parkedUploads = parkedUploads
         self.overflow = overflow
         self.unqueued = unqueued
         self.settings = settings
@@ -163,6 +167,7 @@ actor SyncService: Service, ParkedJobSource {
             overflow: overflow,
             unqueued: unqueued,
             storeFailures: storeFailures,
+            parkedUploads: parkedUploads,
             leases: leases,
             logger: logger,
             deliveredFiles: { path, fileName, read in removal.remove(path, fileName: fileName, read: read) },
@@ -258,7 +263,7 @@ actor SyncService: Service, ParkedJobSource {
     /// The shape of every job this service submits, for asking the bus whether it holds them
     /// back: they share the service, scope and realm.
     private var anyJob: Job {
-        Job(id: "", service: Self.service, scope: settings.scope, realm: settings.realm)
+        settings.ingest.uploads
     }
 
     /// Whether an open incident (or the bus's stop) holds this service's uploads back. The
@@ -266,10 +271,6 @@ actor SyncService: Service, ParkedJobSource {
     private var isHeldBack: Bool {
         bus.holdsBack(anyJob)
     }
-
-    /// How many jobs one transaction parks or releases: a million waiting jobs never hold the
-    /// store's writer for one long transaction.
-    static let parkingChunk = 10_000
 
     /// Wakes the dispatcher when an incident's cause is gone or it ends: the jobs it held back
     /// may go. (A rescan wakes it too, should an event be missed.) And records in the store each
@@ -416,20 +417,7 @@ actor SyncService: Service, ParkedJobSource {
 
     /// `incident`'s cause is gone: the jobs parked under it are queued again, in their places.
     func release(_ incident: IncidentID) async {
-        var released = 0
-        do {
-            while true {
-                let chunk = try await store.releaseParked(incident.rawValue, limit: Self.parkingChunk)
-                released += chunk
-                // The oldest may go while the rest are released.
-                wake.yield()
-                if chunk < Self.parkingChunk { break }
-            }
-        } catch {
-            // They stay parked until the next start queues them again.
-            await storeFailures.report(error, doing: "release the jobs parked under incident \(incident)")
-        }
-        logger.debug("\(released) jobs released by incident \(incident)")
+        await parkedUploads.release(incident)
     }
 
     /// While an incident holds the uploads back, the queued jobs wait under it as parked rows,
@@ -444,20 +432,15 @@ actor SyncService: Service, ParkedJobSource {
         var parked = 0
         do {
             while true {
-                let chunk = try await store.parkQueued(under: incident.rawValue, limit: Self.parkingChunk)
+                let chunk = try await store.parkQueued(under: incident.rawValue, limit: ParkedUploads.chunk)
                 parked += chunk
-                if chunk < Self.parkingChunk { break }
+                if chunk < ParkedUploads.chunk { break }
             }
         } catch {
             // They wait in the queue instead, claimed once the incident ends.
             await storeFailures.report(error, doing: "park the queued jobs under incident \(incident)")
         }
-        guard parked > 0 else { return }
-        logger.debug("parked \(parked) queued jobs under incident \(incident): it holds the uploads back")
-        if await !bus.parkedHeldBack(anyJob, under: incident) {
-            // The incident released its jobs meanwhile: these go too.
-            await release(incident)
-        }
+        await parkedUploads.parked(parked, "queued", like: anyJob, under: incident)
     }
 
     // MARK: - Recording

@@ -99,6 +99,22 @@ import Testing
         }
     }
 
+    /// New jobs taken in while an incident holds the uploads back are parked under it as they
+    /// are written, counted under it, and released with the rest.
+    @Test func newJobsAreParkedUnderTheIncidentThatHoldsThemBack() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(1))
+            let result = try await store.enqueue(Array(StoreTestDirectory.newJobs(3).dropFirst()), parkedUnder: 7)
+            #expect(result.inserted.map(\.state) == [.parked, .parked] && result.inserted.allSatisfy { $0.incident == 7 })
+            #expect(try store.counts() == JobCounts([.queued: 1, .parked: 2]))
+            #expect(try store.parkedCounts() == [7: 2])
+            let taken = try #require(try store.takeParked(under: 7))
+            #expect(taken.id == "job-1" && !taken.failedUnder)
+            #expect(try await store.releaseParked(7) == 1)
+            #expect(try await store.claimQueued(limit: 10).map(\.id) == ["job-0", "job-2"])
+        }
+    }
+
     @Test func releasingAnIncidentQueuesItsJobsInTheirPlaces() async throws {
         try await StoreTestDirectory.withStore { store, _ in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(6))

@@ -23,9 +23,10 @@ struct OutboxIngestTests {
             let bus = ErrorBus(clock: ManualClock(), logger: logger)
             let seen = SeenFiles()
             let leases = WriterLeases(logger: logger)
+            let storeFailures = StoreFailures(bus: bus, logger: logger, minFreeSpace: 0)
             let removal = DeliveredFileRemoval(afterDelivery: .delete, seen: seen, leases: leases, logger: logger)
             let ingest = OutboxIngest(
-                settings: .init(outbox: outbox, maxFileSize: 1 << 20, rescanInterval: .seconds(60), settleTime: .zero, scope: "https://api.test"),
+                settings: .init(outbox: outbox, maxFileSize: 1 << 20, rescanInterval: .seconds(60), settleTime: .zero, uploads: Job(id: "", service: "sync", scope: "https://api.test", realm: "api.test")),
                 store: store,
                 bus: bus,
                 clock: Timeline(ManualClock()),
@@ -34,7 +35,8 @@ struct OutboxIngestTests {
                 replaced: ReplacedJobs(),
                 overflow: BacklogOverflow(logger: logger),
                 unqueued: UnqueuedFiles(),
-                storeFailures: StoreFailures(bus: bus, logger: logger, minFreeSpace: 0),
+                storeFailures: storeFailures,
+                parkedUploads: ParkedUploads(store: store, bus: bus, storeFailures: storeFailures, logger: logger, wake: AsyncStream.makeStream(of: Void.self).continuation),
                 leases: leases,
                 logger: logger,
                 deliveredFiles: { path, name, read in removal.remove(path, fileName: name, read: read) },

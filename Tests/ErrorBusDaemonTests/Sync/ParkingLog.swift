@@ -1,7 +1,7 @@
 import Foundation
 
 /// How many jobs sync's log says it parked under an incident: one per `NAME parked under
-/// incident N` (a run's verdict), and `K` per `parked K queued jobs under incident N` (the
+/// incident N` (a run's verdict), and `K` per `parked K queued|new jobs under incident N` (the
 /// queue an incident holds back, parked at once). A job parked twice (a canary that met the
 /// incident again) counts twice, as it was logged.
 enum ParkingLog {
@@ -9,7 +9,7 @@ enum ParkingLog {
     static func parked(in text: String, under incident: Int?) -> Int {
         let number = incident.map { "\($0)" } ?? #"\d+"#
         let one = try! NSRegularExpression(pattern: #"(\S+) parked under incident \#(number)\b"#)
-        let many = try! NSRegularExpression(pattern: #"parked (\d+) queued jobs under incident \#(number)\b"#)
+        let many = try! NSRegularExpression(pattern: #"parked (\d+) (?:queued|new) jobs under incident \#(number)\b"#)
         let range = NSRange(text.startIndex..., in: text)
         let each = one.matches(in: text, range: range).filter { match in
             // The store's words for its statements on parked jobs ("taking a job parked under

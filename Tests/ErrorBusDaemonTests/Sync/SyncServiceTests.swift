@@ -86,6 +86,9 @@ extension SyncServiceTests {
             #expect(parked.count == 10 && parked.allSatisfy { $0.incident == pause.rawValue && !$0.failedUnder })
             #expect(await harness.bus.snapshot().parkedJobs == 0)
             #expect(uploader.uploads.isEmpty)
+            // Each written once: parked as it was taken in, never queued first.
+            let parkings = harness.logs.entries.map(\.message).filter { $0.hasPrefix("parked ") }
+            #expect(!parkings.isEmpty && parkings.allSatisfy { $0.contains(" new jobs under incident \(pause)") }, "\(parkings)")
 
             // Its end wakes the dispatcher: every file goes.
             #expect(await harness.bus.resume(SyncService.service) == 1)
