@@ -161,14 +161,11 @@ struct ControlService: Sendable {
         let now = Date()
         let history = try storeCall { () throws(StoreError) in try store.incidents(limit: 50) }
         let pending = try storeCall { () throws(StoreError) in try store.pendingCounts() }
-        let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
+        let parked = try storeCall { () throws(StoreError) in try ParkedJobs(snapshot, store: store) }
         var services: [Control.ServiceStatus] = []
         for name in Self.services {
             let counts = pending[name] ?? JobCounts()
-            let holding = snapshot.incidents.filter {
-                $0.service == name || ($0.parkedByService[name] ?? 0) > 0
-                    || (name == SyncService.service && parkedUnder[$0.id.rawValue] != nil)
-            }
+            let holding = snapshot.incidents.filter { $0.service == name || parked.holds($0, jobsOf: name) }
             // Its own latest open incident, else the oldest that holds its work (another service's
             // outage of the same server, say): what keeps it from delivering.
             let lastError: Control.LastError? =
@@ -196,9 +193,7 @@ struct ControlService: Sendable {
                 state: Self.state(of: holding, running: snapshot.isRunning),
                 queued: counts.queued,
                 inFlight: counts.inFlight,
-                // Each job is parked in one place: a row of the store, or (the loader's, auth's)
-                // a job the bus keeps.
-                parked: counts.parked + (snapshot.heldByService[name] ?? 0),
+                parked: parked.of(service: name),
                 dead: counts.deadLettered,
                 lastError: lastError,
                 incidents: holding.map { Int($0.id.rawValue) }
@@ -210,14 +205,14 @@ struct ControlService: Sendable {
         let backlog = try storeCall { () throws(StoreError) in try store.backlog() }
         let unqueued = sync.unqueued.summary
         let limits = await sync.limits
-        let health = self.health.report(snapshot, now: now)
+        let health = self.health.report(parked, now: now)
         return Control.Status(
             version: ErrorBusVersion.current,
             startedAt: ControlTime.format(startedAt),
-            statusLine: StatusLine.render(snapshot, health: health, parkedUnder: parkedUnder),
+            statusLine: StatusLine.render(parked, health: health),
             running: snapshot.isRunning,
             services: services,
-            incidents: snapshot.incidents.map { Self.told($0, parkedUnder: parkedUnder, now: now) },
+            incidents: snapshot.incidents.map { Self.told($0, parked: parked.under($0), now: now) },
             waitingForBudget: snapshot.waitingForBudget,
             retryBudgetTokens: snapshot.retryBudgetTokens,
             unreadableFiles: unreadable,
@@ -256,8 +251,8 @@ struct ControlService: Sendable {
     func incidents(_ filter: Control.IncidentFilter) async throws -> Control.IncidentList {
         let snapshot = await bus.snapshot()
         let now = Date()
-        let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
-        var incidents = snapshot.incidents.map { Self.told($0, parkedUnder: parkedUnder, now: now) }
+        let parked = try storeCall { () throws(StoreError) in try ParkedJobs(snapshot, store: store) }
+        var incidents = snapshot.incidents.map { Self.told($0, parked: parked.under($0), now: now) }
         if filter.all == true {
             let open = Set(incidents.map(\.id))
             let limit = min(max(filter.limit ?? 50, 0), 1000)
@@ -274,9 +269,9 @@ struct ControlService: Sendable {
             // Those the bus holds (other services'), then sync's, parked in the store.
             let held = ((try? await bus.parkedJobs(in: incidentID)) ?? []).map { Control.JobName(id: $0.id, service: $0.service, name: $0.name) }
             let stored = try storeCall { () throws(StoreError) in try store.parkedJobs(under: UInt64(id), limit: 1000) }
-            let parkedUnder = try storeCall { () throws(StoreError) in try store.parkedCounts() }
+            let counts = try storeCall { () throws(StoreError) in try store.parkedCounts() }
             return Control.IncidentDetail(
-                incident: Self.told(open, parkedUnder: parkedUnder, now: Date()),
+                incident: Self.told(open, parked: ParkedJobs.under(open, stored: counts), now: Date()),
                 parked: Array((held + stored.map { Control.JobName(id: $0.id, service: $0.service, name: $0.fileName) }).prefix(1000))
             )
         }
@@ -301,11 +296,11 @@ struct ControlService: Sendable {
         }
     }
 
-    /// An open incident as an operator is told it: the bus's, with the jobs parked under it in
-    /// the store counted among its parked ones.
-    static func told(_ incident: IncidentSnapshot, parkedUnder: [UInt64: Int], now: Date) -> Control.Incident {
+    /// An open incident as an operator is told it: the bus's, with its parked jobs counted by
+    /// ``ParkedJobs`` (the bus's and the store's).
+    static func told(_ incident: IncidentSnapshot, parked: Int, now: Date) -> Control.Incident {
         var told = Control.Incident(incident, now: now)
-        told.parked += parkedUnder[incident.id.rawValue] ?? 0
+        told.parked = parked
         return told
     }
 

@@ -147,7 +147,7 @@ package struct Daemon: Sendable {
                     manager: manager,
                     controlSocket: controlSocket,
                     health: health,
-                    parkedUnder: { (try? store.parkedCounts()) ?? [:] },
+                    parked: { snapshot in (try? ParkedJobs(snapshot, store: store)) ?? ParkedJobs(snapshot) },
                     logger: logger
                 )),
             ]

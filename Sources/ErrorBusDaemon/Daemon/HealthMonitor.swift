@@ -113,12 +113,15 @@ final class HealthMonitor: Sendable {
     /// The verdict now. A measure the store cannot give is a critical check of its own: a store
     /// that cannot be read is no healthy delivery.
     func report(_ snapshot: BusSnapshot, now: Date = Date()) -> Control.Health {
+        report((try? ParkedJobs(snapshot, store: store)) ?? ParkedJobs(snapshot), now: now)
+    }
+
+    /// The verdict on `parked`, the bus's state with every job parked, counted as status counts
+    /// it.
+    func report(_ parked: ParkedJobs, now: Date = Date()) -> Control.Health {
+        let snapshot = parked.snapshot
         var problems: [Control.HealthCheck] = []
-        // Every job parked, counted as status and the job gauges count it: those parked in the
-        // store (sync's), and those the bus keeps (other services').
-        let stored = (try? store.counts().parked) ?? 0
-        let parked = stored + snapshot.heldByService.values.reduce(0, +)
-        var measures = Measures(parked: parked, deadLetters: 0, oldestIncident: snapshot.incidents.map(\.age).max())
+        var measures = Measures(parked: parked.total, deadLetters: 0, oldestIncident: snapshot.incidents.map(\.age).max())
         (measures.refused, measures.pacing) = Self.refused(snapshot)
         measures.needingOperator = Self.needingOperator(snapshot)
         // The files the store does not know yet wait too: those left in the outbox for room, and

@@ -21,8 +21,8 @@ struct Readiness: Service {
     let controlSocket: ControlSocketReadiness
     /// The health verdict the status line starts with.
     let health: HealthMonitor
-    /// How many jobs wait under each incident in sync's store.
-    let parkedUnder: @Sendable () -> [UInt64: Int]
+    /// The bus's state with the jobs parked in sync's store (``ParkedJobs``).
+    let parked: @Sendable (BusSnapshot) -> ParkedJobs
     let logger: Logger
     var minimumInterval: Duration = .seconds(1)
     var refreshInterval: Duration = .seconds(5)
@@ -46,8 +46,8 @@ struct Readiness: Service {
     }
 
     private func statusLine() async -> String {
-        let snapshot = await bus.snapshot()
-        return StatusLine.render(snapshot, health: health.report(snapshot), parkedUnder: parkedUnder())
+        let parked = parked(await bus.snapshot())
+        return StatusLine.render(parked, health: health.report(parked))
     }
 
     private func keepStatusCurrent(from first: String) async {

@@ -10,10 +10,9 @@ import Glibc
 /// is held back and why, e.g. `WARNING: 1,212 parked (warning from 1000); sync: 1212 parked,
 /// 10.0.0.5 unreachable since 10:42, next probe in 8s`.
 enum StatusLine {
-    /// - Parameter parkedUnder: The jobs parked under each incident in sync's store, told with
-    ///   those the bus keeps under it.
-    static func render(_ snapshot: BusSnapshot, health: Control.Health, parkedUnder: [UInt64: Int] = [:]) -> String {
-        render(health, then: render(snapshot, parkedUnder: parkedUnder))
+    /// - Parameter parked: The bus's state, with the jobs parked under each incident.
+    static func render(_ parked: ParkedJobs, health: Control.Health) -> String {
+        render(health, then: render(parked))
     }
 
     /// The verdict, what is wrong, then `incidents`.
@@ -25,13 +24,14 @@ enum StatusLine {
     /// One clause per kind of trouble: incidents whose clauses are the same (files each set
     /// aside on its own at one scope, say) are told once, counted: `20 incidents, each: sync: 1
     /// parked, …`, in the order of the first of them.
-    static func render(_ snapshot: BusSnapshot, parkedUnder: [UInt64: Int] = [:]) -> String {
+    static func render(_ parked: ParkedJobs) -> String {
+        let snapshot = parked.snapshot
         // Sent from the moment the services run; the bus's own loop may start a moment later.
         guard !snapshot.incidents.isEmpty else { return "running, no open incident" }
         var clauses: [(text: String, count: Int)] = []
         var index: [String: Int] = [:]
         for incident in snapshot.incidents {
-            let text = render(incident, alsoParked: parkedUnder[incident.id.rawValue] ?? 0)
+            let text = render(incident, parked: parked.under(incident))
             if let at = index[text] {
                 clauses[at].count += 1
             } else {
@@ -42,9 +42,10 @@ enum StatusLine {
         return clauses.map { $0.count == 1 ? $0.text : "\($0.count) incidents, each: \($0.text)" }.joined(separator: "; ")
     }
 
-    /// - Parameter stored: The jobs parked under it in sync's store, besides those the bus keeps.
-    static func render(_ incident: IncidentSnapshot, alsoParked stored: Int = 0) -> String {
-        var parts = ["\(incident.service): \(incident.parked + stored) parked"]
+    /// - Parameter parked: The jobs parked under it (``ParkedJobs``); those the bus keeps if not
+    ///   given.
+    static func render(_ incident: IncidentSnapshot, parked: Int? = nil) -> String {
+        var parts = ["\(incident.service): \(parked ?? incident.parked) parked"]
         parts.append("\(incident.fingerprint.scope) \(condition(incident.category.kind)) since \(clockTime(ago: incident.age))")
         if incident.state == .needsOperator {
             parts.append("needs an operator")

@@ -29,10 +29,19 @@ import Testing
     @Test func identicalClausesAreToldOnceWithTheirCount() {
         let alike = (1...20).map { Self.incident($0) }
         let other = Self.incident(21, scope: "auth.example.net", parked: 7)
-        let line = StatusLine.render(Self.snapshot(alike + [other]))
+        let line = StatusLine.render(ParkedJobs(Self.snapshot(alike + [other])))
         let one = StatusLine.render(alike[0])
         #expect(line == "20 incidents, each: \(one); \(StatusLine.render(other))", "\(line)")
         // One incident is told as it was.
-        #expect(StatusLine.render(Self.snapshot([other])) == StatusLine.render(other))
+        #expect(StatusLine.render(ParkedJobs(Self.snapshot([other]))) == StatusLine.render(other))
+    }
+
+    /// sync's jobs parked in the store under an incident are told with those the bus keeps
+    /// under it, and counted in the total and the service's.
+    @Test func theStoresParkedJobsAreToldWithTheBuss() {
+        let parked = ParkedJobs(Self.snapshot([Self.incident(4, parked: 7)]), stored: [4: 5, 9: 2])
+        #expect(StatusLine.render(parked).hasPrefix("sync: 12 parked, "), "\(StatusLine.render(parked))")
+        #expect(parked.of(service: "sync") == 7 && parked.of(service: "loader") == 0 && parked.total == 7)
+        #expect(parked.holds(Self.incident(9, parked: 0), jobsOf: "sync") && !parked.holds(Self.incident(9, parked: 0), jobsOf: "loader"))
     }
 }
