@@ -18,18 +18,11 @@ enum ConfigurationFile {
         let descriptor = try check { () throws(SystemCallError) in try SystemCall.open(path, flags: O_RDONLY | O_NOCTTY) }
         defer { try? SystemCall.close(descriptor) }
 
-        var status = stat()
-        _ = try check { () throws(SystemCallError) in try SystemCall.check("fstat", path: path) { fstat(descriptor, &status) } }
-        switch status.st_mode & S_IFMT {
-        case S_IFREG:
-            break
-        case S_IFDIR:
-            throw ReadError(description: "is a directory, not a file")
-        default:
-            throw ReadError(description: "is not a regular file")
-        }
-        guard status.st_size <= limit else {
-            throw ReadError(description: "is \(status.st_size) bytes, more than the \(limit) allowed")
+        let status = try check { () throws(SystemCallError) in try FileStatus.of(descriptor: descriptor, path: path) }
+        if status.otherType == "a directory" { throw ReadError(description: "is a directory, not a file") }
+        guard status.isRegularFile else { throw ReadError(description: "is not a regular file") }
+        guard status.size <= limit else {
+            throw ReadError(description: "is \(status.size) bytes, more than the \(limit) allowed")
         }
 
         var bytes: [UInt8] = []
