@@ -85,17 +85,23 @@ extension JobStore {
     /// attempts unchanged, in one transaction: the incident ended. Called until it returns less
     /// than `limit`, so that no transaction holds the writer for a million rows. Returns how
     /// many.
+    ///
+    /// Those that failed under it are not claimed before `failedBackOff` has passed: they go behind those
+    /// that merely waited, as the bus releases its own, so that the first uploads after an
+    /// incident are of jobs that never met its cause, and a job that fails on its own does not
+    /// take the slot its scope gives the release first.
     @discardableResult
-    package func releaseParked(_ incident: UInt64, limit: Int = .max) async throws(StoreError) -> Int {
+    package func releaseParked(_ incident: UInt64, limit: Int = .max, failedBackOff: Duration = .zero) async throws(StoreError) -> Int {
         let now = storeNow().storeMilliseconds
+        let retryAt = failedBackOff > .zero ? now + Int64(failedBackOff / .milliseconds(1)) : nil
         return try await writeSuspending("releasing the jobs parked under incident \(incident)") { db in
-            try db.execute(sql: Self.releaseParkedSQL, arguments: [now, incident, limit])
+            try db.execute(sql: Self.releaseParkedSQL, arguments: [retryAt, now, incident, limit])
             return db.changesCount
         }
     }
 
     static let releaseParkedSQL = """
-        UPDATE job SET state = 'queued', incident = NULL, failedUnder = 0, updatedAt = ?
+        UPDATE job SET state = 'queued', retryAt = CASE WHEN failedUnder THEN ? END, incident = NULL, failedUnder = 0, updatedAt = ?
         WHERE seq IN (SELECT seq FROM job INDEXED BY job_parked WHERE state = 'parked' AND incident = ? LIMIT ?)
         """
 

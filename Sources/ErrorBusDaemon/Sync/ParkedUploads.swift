@@ -34,12 +34,13 @@ struct ParkedUploads: Sendable {
     }
 
     /// `incident`'s cause is gone: the jobs parked under it are queued again, in their places,
-    /// a chunk at a time.
-    func release(_ incident: IncidentID) async {
+    /// a chunk at a time; those that failed under it once `failedBackOff` has passed
+    /// (``JobStore/releaseParked(_:limit:failedBackOff:)``).
+    func release(_ incident: IncidentID, failedBackOff: Duration = .zero) async {
         var released = 0
         do {
             while true {
-                let chunk = try await store.releaseParked(incident.rawValue, limit: Self.chunk)
+                let chunk = try await store.releaseParked(incident.rawValue, limit: Self.chunk, failedBackOff: failedBackOff)
                 released += chunk
                 // The oldest may go while the rest are released.
                 wake.yield()

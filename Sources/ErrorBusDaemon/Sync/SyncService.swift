@@ -416,9 +416,17 @@ actor SyncService: Service, ParkedJobSource {
     }
 
     /// `incident`'s cause is gone: the jobs parked under it are queued again, in their places.
+    /// Those that failed under it go a moment later, behind those that merely waited (as the
+    /// bus releases its own): after an incident its scope serves one upload at a time until
+    /// one succeeds, and a file that fails on its own (a request that hangs) must not be it.
     func release(_ incident: IncidentID) async {
-        await parkedUploads.release(incident)
+        await parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay)
+        state.retry(at: clock.now().advanced(by: Self.failedReleaseDelay))
+        wake.yield()
     }
+
+    /// How long the jobs that failed under an incident wait behind the others at its release.
+    static let failedReleaseDelay = Duration.seconds(1)
 
     /// While an incident holds the uploads back, the queued jobs wait under it as parked rows,
     /// moved there in bulk (the bus need not run each to say so); the bus learns it keeps them,

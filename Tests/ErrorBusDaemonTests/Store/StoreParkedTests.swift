@@ -140,6 +140,20 @@ import Testing
         }
     }
 
+    /// At an incident's release, the jobs that failed under it go behind those that merely
+    /// waited: not claimed before the moment given.
+    @Test func releasedJobsThatFailedUnderTheIncidentWaitBehindTheOthers() async throws {
+        try await StoreTestDirectory.withStore { store, _ in
+            _ = try await store.enqueue(StoreTestDirectory.newJobs(3))
+            try store.markInFlight(["job-0"])
+            try store.markParked("job-0", incident: 7, failed: true)
+            try store.markParked("job-1", incident: 7, failed: false)
+            #expect(try await store.releaseParked(7, failedBackOff: .seconds(3600)) == 2)
+            #expect(try await store.claimQueued(limit: 10).map(\.id) == ["job-1", "job-2"])
+            #expect(try store.job("job-0")?.state == .queued)
+        }
+    }
+
     @Test func parkedJobsArePendingInTheCountsAndTheBacklog() async throws {
         try await StoreTestDirectory.withStore { store, directory in
             _ = try await store.enqueue(StoreTestDirectory.newJobs(4))
@@ -285,7 +299,7 @@ import Testing
             for index in 0..<10 { try store.markParked("job-\(index)", incident: UInt64(index % 3), failed: index % 2 == 0) }
             let statements: [(sql: String, arguments: StatementArguments)] = [
                 (JobStore.takeParkedSQL, [1]),
-                (JobStore.releaseParkedSQL, [0, 1, 10]),
+                (JobStore.releaseParkedSQL, [nil, 0, 1, 10]),
                 (JobStore.parkQueuedSQL, [1, 0, 10]),
                 (JobStore.parkedCountsSQL, []),
             ]
