@@ -421,6 +421,8 @@ actor SyncService: Service, ParkedJobSource {
     /// one succeeds, and a file that fails on its own (a request that hangs) must not be it.
     func release(_ incident: IncidentID) async {
         await parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay)
+        // The release woke the dispatcher for the others, maybe before this wake-up was known:
+        // once more, so that it arms it.
         state.retry(at: clock.now().advanced(by: Self.failedReleaseDelay))
         wake.yield()
     }
