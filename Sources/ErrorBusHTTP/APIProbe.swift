@@ -30,6 +30,19 @@ public struct APIProbe: ReachabilityProbe {
         public var probePath: String
         /// How long one probe may take, answer included.
         public var timeout: Duration
+        /// What answer means reachable. Default ``Check/noContent``.
+        public var check: Check = .noContent
+
+        /// What the probe asks, and what answer means that the API answers.
+        public enum Check: Sendable, Hashable {
+            /// `GET` of the probe URL; exactly `204` is reachable.
+            case noContent
+            /// Object storage speaking the S3 API: `HEAD` of the probe URL, the bucket
+            /// (`HeadBucket`), signed by ``APIProbe/signRequest`` when set. `200` is reachable,
+            /// and so is a `403` carrying the store's own `x-amz-` headers (it answers, and refuses
+            /// the key: the uploads' failures say why); `404` is a bucket that is not there.
+            case objectStore
+        }
 
         /// - Parameters:
         ///   - baseURL: the API's base URL, e.g. `https://api.example.net`.
@@ -58,6 +71,9 @@ public struct APIProbe: ReachabilityProbe {
 
     /// Where and how it probes.
     public let configuration: Configuration
+    /// Signs the probe's request as the API's other requests are (AWS Signature Version 4 for
+    /// object storage); `nil` sends it unsigned.
+    public var signRequest: (@Sendable (inout HTTPClientRequest) async -> Void)?
     private let client: HTTPClient
     private let localChecks: [String: LocalCheck]
     private let logger: Logger
@@ -96,11 +112,17 @@ public struct APIProbe: ReachabilityProbe {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(configuration.timeout / .nanoseconds(1)))
         let started = ContinuousClock.now
         let result: ProbeResult
+        var request = HTTPClientRequest(url: url)
+        if configuration.check == .objectStore { request.method = .HEAD }
+        await signRequest?(&request)
         do {
-            let response = try await client.execute(HTTPClientRequest(url: url), deadline: deadline, logger: logger)
-            result = await Self.judge(response, url: url, deadline: deadline)
+            let response = try await client.execute(request, deadline: deadline, logger: logger)
+            switch configuration.check {
+            case .noContent: result = await Self.judge(response, url: url, deadline: deadline)
+            case .objectStore: result = await Self.judgeObjectStore(response, url: url, deadline: deadline)
+            }
         } catch {
-            result = .unreachable(reason: HTTPFailure(classifying: error, method: "GET", url: url).operatorText.message)
+            result = .unreachable(reason: HTTPFailure(classifying: error, method: request.method.rawValue, url: url).operatorText.message)
         }
         logger.debug(
             "API probe answered",
@@ -111,6 +133,27 @@ public struct APIProbe: ReachabilityProbe {
             ]
         )
         return result
+    }
+
+    /// What an object store's answer to `HEAD` of the bucket means.
+    private static func judgeObjectStore(_ response: HTTPClientResponse, url: String, deadline: NIODeadline) async -> ProbeResult {
+        _ = try? await response.collectBody(upTo: 16 * 1024, deadline: deadline, method: "HEAD", url: url)
+        let status = Int(response.status.code)
+        let fromTheStore = response.headers.contains { $0.name.lowercased().hasPrefix("x-amz") }
+        switch status {
+        case 200:
+            return .reachable
+        case 403 where fromTheStore:
+            return .reachable
+        case 404 where fromTheStore:
+            return .unreachable(reason: "\(url) answered HEAD with 404: the store has no such bucket")
+        case 300...399 where status != 304:
+            let location = response.headers.first(name: "Location") ?? "nowhere (no Location)"
+            return .unreachable(reason: "HEAD \(url) was redirected to \(location): another region's endpoint, a captive portal or a proxy answers")
+        default:
+            let failure = HTTPFailure(status: status, headers: response.headers, body: nil, method: "HEAD", url: url)
+            return .unreachable(reason: failure.operatorText.message + (fromTheStore ? "" : " (no x-amz- header: not the object store's answer)"))
+        }
     }
 
     /// What an answer to the probe means. Its body is read (a little of it, within the

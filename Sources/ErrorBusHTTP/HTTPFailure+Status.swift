@@ -27,6 +27,18 @@ extension HTTPFailure {
     /// | 3xx except 304 (a redirect on an API call) | unreachable | `captivePortal` (naming the `Location`) |
     /// | anything else (1xx, 2xx, 304, > 599) | invalid(reason) | `http<status>` |
     ///
+    /// An object store's XML error document (S3's `<Error><Code>`) says more than its status:
+    ///
+    /// | code | category | cause |
+    /// |---|---|---|
+    /// | `SignatureDoesNotMatch`, `InvalidAccessKeyId`, `AccessDenied` | unauthenticated (an operator fixes the key; the message names it) | `s3<Code>` |
+    /// | `ExpiredToken`, `TokenRefreshRequired` | unauthenticated (the session token is renewed) | `s3<Code>` |
+    /// | `SlowDown` | rateLimited(Retry-After) | `s3SlowDown` |
+    /// | `RequestTimeTooSkewed` | transient (the message says how far the host's clock is off) | `s3RequestTimeTooSkewed` |
+    /// | `NoSuchBucket` | unreachable (the bucket named; the probe tells when it is there) | `s3NoSuchBucket` |
+    /// | `EntityTooLarge` | invalid (that file's alone) | `s3EntityTooLarge` |
+    /// | `InternalError`, and any other code | as its status | `http<status>` |
+    ///
     /// - Parameters:
     ///   - status: the answer's status code.
     ///   - headers: the answer's header fields (`Retry-After`, `RateLimit`, `WWW-Authenticate`,
@@ -62,6 +74,8 @@ private struct ErrorAnswer {
     var location: String?
     var problem: ProblemDetails?
     var oauthError: OAuthErrorBody?
+    /// An object store's `<Error>` document.
+    var s3Error: S3ErrorBody?
     var challenges: [AuthenticationChallenge]
     /// The first line of a short `text/plain` body.
     var plainText: String?
@@ -80,6 +94,7 @@ private struct ErrorAnswer {
         let bytes = body.map { Array($0.readableBytesView) } ?? []
         problem = ProblemDetails.parse(contentType: contentType, body: bytes)
         oauthError = problem == nil ? OAuthErrorBody.parse(contentType: contentType, body: bytes) : nil
+        s3Error = problem == nil && oauthError == nil ? S3ErrorBody.parse(contentType: contentType, body: bytes) : nil
         if let contentType, MediaType.isHTML(contentType) {
             htmlTitle = HTMLTitle.find(in: bytes)
         }
@@ -101,6 +116,7 @@ private struct ErrorAnswer {
     var explanation: String? {
         if let problem { return problem.detail.flatMap { $0.isEmpty ? nil : $0 } }
         if let oauthError { return oauthError.explanation }
+        if let s3Error { return s3Error.explanation }
         return plainText
     }
 
@@ -129,6 +145,10 @@ private struct StatusDiagnosis {
         let status = answer.status
         cause = "http\(status)"
         next = nil
+        if let s3 = answer.s3Error, let known = Self.objectStore(s3, answer: answer, host: host, request: request) {
+            (category, cause, title, message, next) = known
+            return
+        }
         switch status {
         case 401:
             let challenge = answer.challenges.first { $0.error != nil } ?? answer.challenges.first
@@ -189,6 +209,52 @@ private struct StatusDiagnosis {
             category = .invalid(reason: "unexpected \(answer.summary)")
             title = "Unexpected answer"
             message = "\(host) answered \(request) with \(answer.summary), which this request does not expect."
+        }
+    }
+
+    /// What an object store's error code says, where it says more than the status.
+    private static func objectStore(
+        _ error: S3ErrorBody,
+        answer: ErrorAnswer,
+        host: String,
+        request: String
+    ) -> (ErrorCategory, String, String, String, String?)? {
+        let cause = "s3\(error.code)"
+        let said = "\(answer.status) \(error.explanation)"
+        switch error.code {
+        case "SignatureDoesNotMatch":
+            return (.unauthenticated, cause, "Signature refused",
+                    "\(host) refused the signature of \(request) (\(said)): the secret access key is not the access key's, or the request was signed for another region.", nil)
+        case "InvalidAccessKeyId":
+            return (.unauthenticated, cause, "Access key unknown", "\(host) does not know the access key \(request) was signed with (\(said)).", nil)
+        case "AccessDenied":
+            return (.unauthenticated, cause, "Access denied",
+                    "\(host) refused \(request) (\(said)): the access key may not do this (the bucket's or the key's policy).", nil)
+        case "ExpiredToken", "TokenRefreshRequired":
+            return (.unauthenticated, cause, "Session token expired", "\(host) refused \(request) (\(said)): the session token of the temporary credentials has expired.", nil)
+        case "SlowDown":
+            return (.rateLimited(retryAfter: answer.retryAfter), cause, "Object store asks to slow down",
+                    "\(host) answered \(request) with \(answer.status) SlowDown" + waitClause(answer), nil)
+        case "RequestTimeTooSkewed":
+            let skew = error.clockSkew.map { skew in
+                let off = DurationText.format(skew < .zero ? .zero - skew : skew)
+                return skew < .zero ? "this host's clock is \(off) behind \(host)'s" : "this host's clock is \(off) ahead of \(host)'s"
+            } ?? "this host's clock is more than 15 minutes off"
+            return (.transient, cause, "Host clock is off",
+                    "\(host) refused \(request) (\(said)): \(skew), and a signature is good for 15 minutes either side.",
+                    "Set the clock right (timedatectl set-ntp true); uploads go on by themselves once it is.")
+        case "NoSuchBucket":
+            let bucket = error.bucketName.map { "bucket \"\($0)\"" } ?? "the bucket"
+            return (.unreachable, cause, "Bucket not found", "\(host) has no \(bucket) (\(request): \(said)).",
+                    "Work for it waits; create the bucket, or fix api.base-url and reload errorbusd: the work goes once the probe finds the bucket.")
+        case "NoSuchUpload":
+            // The multipart upload the parts were for is gone: the uploader starts another.
+            return (.invalid(reason: "the multipart upload is gone"), cause, "Multipart upload gone", "\(host) no longer knows the multipart upload of \(request) (\(said)).", nil)
+        case "EntityTooLarge":
+            let sizes = error.maxSizeAllowed.map { " (at most \($0) bytes)" } ?? ""
+            return (.invalid(reason: "the object is too large\(sizes)"), cause, "Upload too large", "\(host) refused \(request) as too large\(sizes): \(said).", nil)
+        default:
+            return nil
         }
     }
 

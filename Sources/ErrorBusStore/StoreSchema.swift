@@ -273,6 +273,32 @@ enum StoreSchema {
             )
         }
 
+        // Large files uploaded in parts (S3's multipart upload): the store's upload id and the
+        // parts it acknowledged, so that an outage, a restart or a `kill -9` resumes at the next
+        // part. Keyed by the job's key as `job` holds it (`StoredJobKey`); a row whose job ended
+        // without a delivery is an upload to abort. New tables only: an older errorbusd runs on
+        // them unaware (and starts its large files again from zero).
+        migrator.registerMigration("14 multipart uploads") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE multipart_upload (
+                        job BLOB PRIMARY KEY,
+                        uploadID TEXT NOT NULL,
+                        url TEXT NOT NULL,
+                        partSize INTEGER NOT NULL,
+                        createdAt INTEGER NOT NULL
+                    );
+                    CREATE TABLE multipart_part (
+                        job BLOB NOT NULL,
+                        number INTEGER NOT NULL,
+                        etag TEXT NOT NULL,
+                        checksum TEXT NOT NULL,
+                        PRIMARY KEY (job, number)
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
+
         return migrator
     }
 }

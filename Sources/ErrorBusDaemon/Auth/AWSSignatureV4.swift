@@ -9,7 +9,7 @@ import Foundation
 /// the SHA-256 of its body (`x-amz-content-sha256`, which errorbusd knows of every file before
 /// it sends it), with a key derived from the secret access key for one day, region and
 /// service. The secret itself never travels.
-struct AWSSignatureV4: Sendable {
+struct AWSSignatureV4: Sendable, Equatable {
     /// Who signs: the access key id names the key; the secret (and the session token of
     /// temporary credentials) come from a credential, never the configuration.
     struct Credentials: Sendable, Equatable {

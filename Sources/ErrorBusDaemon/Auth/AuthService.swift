@@ -38,6 +38,13 @@ actor AuthService: Authenticator, Service {
         var secret: String
         /// `basic`'s user.
         var user: String? = nil
+        /// `aws-sigv4`'s signer: the access key, its secret, and what it signs for.
+        var signing: AWSSignatureV4? = nil
+        /// `aws-sigv4`: the files its secret and session token were read from (`-file` keys),
+        /// read again when the store says the session has expired; `nil` for a credential, which
+        /// systemd copied at start.
+        var secretAccessKeyFile: String? = nil
+        var sessionTokenFile: String? = nil
         /// What an operator does about a refused secret, where it came from: a credential needs a
         /// restart, a file a reload.
         var secretFix: String
@@ -156,6 +163,9 @@ actor AuthService: Authenticator, Service {
         }
     }
 
+    /// What signs each request whole, beyond a header (`aws-sigv4`); `nil` for the other methods.
+    var signer: AWSSignatureV4? { settings.signing }
+
     /// The `Authorization` value held now, without fetching a token.
     var currentAuthorization: String? {
         switch settings.method {
@@ -168,7 +178,7 @@ actor AuthService: Authenticator, Service {
         switch settings.method {
         case .bearer: "Bearer \(settings.secret)"
         case .basic: "Basic " + Data("\(settings.user ?? ""):\(settings.secret)".utf8).base64EncodedString()
-        case .oauth2ClientCredentials, .mtls, .none: nil
+        case .oauth2ClientCredentials, .mtls, .awsSigV4, .none: nil
         }
     }
 
@@ -191,6 +201,21 @@ actor AuthService: Authenticator, Service {
                 message: "\(host) refused the \(what) errorbusd signs in with (auth.method \(settings.method.rawValue)); asking again cannot help.",
                 next: "\(settings.secretFix); waiting work resumes then."
             ))
+        case .awsSigV4:
+            let key = settings.signing?.credentials.accessKeyID ?? ""
+            // Temporary credentials are renewed by whatever writes their files (a credential
+            // helper): new ones there are a new sign-in.
+            if var signing = settings.signing, let renewed = Self.reread(signing.credentials, settings), renewed != signing.credentials {
+                signing.credentials = renewed
+                settings.signing = signing
+                logger.notice("signing with the credentials read again from \([settings.secretAccessKeyFile, settings.sessionTokenFile].compactMap { $0 }.joined(separator: " and "))")
+                return .renewed
+            }
+            return .rejected(OperatorText(
+                title: "Signature refused",
+                message: "\(host) refused requests signed with access key \(key) (auth.method aws-sigv4); signing again with the same key cannot help.",
+                next: "Check auth.access-key-id and auth.region; \(settings.secretFix.prefix(1).lowercased() + settings.secretFix.dropFirst()); waiting work resumes then."
+            ))
         case .mtls:
             return .rejected(OperatorText(
                 title: "Client certificate refused",
@@ -206,6 +231,28 @@ actor AuthService: Authenticator, Service {
         }
     }
 
+    /// `credentials` with the secret and the session token read again from their files, when
+    /// they come from files; `nil` when there is nothing to read or it cannot be read.
+    private static func reread(_ credentials: AWSSignatureV4.Credentials, _ settings: Settings) -> AWSSignatureV4.Credentials? {
+        guard settings.secretAccessKeyFile != nil || settings.sessionTokenFile != nil else { return nil }
+        let reader = CredentialReader()
+        var renewed = credentials
+        typealias Kind = DaemonConfiguration.Auth.SecretKind
+        do {
+            if let file = settings.secretAccessKeyFile {
+                let kind = Kind.secretAccessKey
+                renewed.secretAccessKey = try reader.read(file: file, fileKey: kind.fileKey, credential: kind.rawValue, credentialKey: kind.fileKey, what: kind.what).0.value
+            }
+            if let file = settings.sessionTokenFile {
+                let kind = Kind.sessionToken
+                renewed.sessionToken = try reader.read(file: file, fileKey: kind.fileKey, credential: kind.rawValue, credentialKey: kind.fileKey, what: kind.what).0.value
+            }
+        } catch {
+            return nil
+        }
+        return renewed
+    }
+
     /// Applies new settings (a reload). New credentials or a new endpoint mean a new token.
     func update(_ settings: Settings) {
         guard settings != self.settings else { return }
@@ -213,6 +260,7 @@ actor AuthService: Authenticator, Service {
             || settings.clientID != self.settings.clientID
             || settings.secret != self.settings.secret
             || settings.user != self.settings.user
+            || settings.signing != self.settings.signing
             || settings.tokenURL != self.settings.tokenURL
         self.settings = settings
         if credentialsChanged {

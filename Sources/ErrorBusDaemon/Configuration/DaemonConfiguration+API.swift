@@ -34,7 +34,7 @@ extension DaemonConfiguration {
         package var classify: [ClassificationOverride]
 
         /// What `api.probe-url` was set to; `nil` derives it from ``baseURL``.
-        private var configuredProbeURL: String?
+        package private(set) var configuredProbeURL: String?
 
         /// `api.probe-url`: what the reachability gate `GET`s; only a 204 means reachable.
         ///

@@ -20,6 +20,9 @@ extension DaemonConfiguration {
             case basic
             /// A TLS client certificate and key; the API's CA is `api.ca-file`.
             case mtls
+            /// AWS Signature Version 4, as object storage speaking the S3 API asks: every request
+            /// signed with the secret access key of ``Auth/accessKeyID``.
+            case awsSigV4 = "aws-sigv4"
             /// No sign-in.
             case none
         }
@@ -38,12 +41,23 @@ extension DaemonConfiguration {
         package var refreshMargin: Duration
         /// `auth.user`: the user of `basic`. Default none.
         package var user: String?
+        /// `auth.access-key-id`: the access key `aws-sigv4` signs with. Default none.
+        package var accessKeyID: String?
+        /// `auth.region`: the region `aws-sigv4` signs for (`us-east-1`, or what the object
+        /// store calls its region). Default none.
+        package var region: String?
+        /// `auth.service`: the service `aws-sigv4` signs for. Default `s3`.
+        package var service: String
+        /// `aws-sigv4`: the session token of temporary credentials, when there is one
+        /// (`auth.session-token-file`, or the credential `session-token`).
+        package var sessionToken: Secret?
         /// `auth.client-secret-file`, `auth.token-file`, `auth.password-file`,
-        /// `auth.client-certificate-file`, `auth.client-key-file`: absolute paths of files the
+        /// `auth.client-certificate-file`, `auth.client-key-file`, `auth.secret-access-key-file`,
+        /// `auth.session-token-file`: absolute paths of files the
         /// secrets are read from instead of their credentials. Default none.
         package var secretFiles: [SecretKind: String]
-        /// The method's secret: the client secret, the bearer token or the basic password, with
-        /// trailing newlines removed. Empty for `mtls` and `none`, and in a configuration built in
+        /// The method's secret: the client secret, the bearer token, the basic password or the
+        /// secret access key, with trailing newlines removed. Empty for `mtls` and `none`, and in a configuration built in
         /// code; ``DaemonConfiguration/load(file:environment:)`` never returns a method without its
         /// secret.
         package var secret: Secret
@@ -59,6 +73,8 @@ extension DaemonConfiguration {
             case password
             case clientCertificate = "client-certificate"
             case clientKey = "client-key"
+            case secretAccessKey = "secret-access-key"
+            case sessionToken = "session-token"
 
             /// The key naming a file to read it from.
             package var fileKey: String { "auth.\(rawValue)-file" }
@@ -71,6 +87,8 @@ extension DaemonConfiguration {
                 case .password: "password"
                 case .clientCertificate: "client certificate"
                 case .clientKey: "client key"
+                case .secretAccessKey: "secret access key"
+                case .sessionToken: "session token"
                 }
             }
         }
@@ -138,6 +156,7 @@ extension DaemonConfiguration {
             case .oauth2ClientCredentials: .clientSecret
             case .bearer: .token
             case .basic: .password
+            case .awsSigV4: .secretAccessKey
             case .mtls, .none: nil
             }
         }
@@ -149,6 +168,10 @@ extension DaemonConfiguration {
             credentialName: String = "client-secret",
             refreshMargin: Duration = .seconds(60),
             user: String? = nil,
+            accessKeyID: String? = nil,
+            region: String? = nil,
+            service: String = "s3",
+            sessionToken: Secret? = nil,
             secretFiles: [SecretKind: String] = [:],
             secret: Secret = Secret(""),
             secretSource: SecretSource = .given,
@@ -159,6 +182,10 @@ extension DaemonConfiguration {
             self.credentialName = credentialName
             self.refreshMargin = refreshMargin
             self.user = user
+            self.accessKeyID = accessKeyID
+            self.region = region
+            self.service = service
+            self.sessionToken = sessionToken
             self.secretFiles = secretFiles
             self.secret = secret
             self.secretSource = secretSource

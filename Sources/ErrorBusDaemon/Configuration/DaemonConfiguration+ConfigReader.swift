@@ -45,6 +45,9 @@ extension DaemonConfiguration {
         }
         let credentials = CredentialReader(credentialsDirectory: systemd.credentials, credentialSource: credentialSource)
         api.upload = try UploadContract(SettingReader(reader, section: "api.upload"), credentials: credentials)
+        if api.upload.parts != nil, auth.method != .awsSigV4 {
+            throw ConfigurationError(key: "api.upload.parts.above", reason: "uploads in parts speak S3's multipart protocol, which needs auth.method aws-sigv4")
+        }
         try auth.readSecrets(credentials)
     }
 }

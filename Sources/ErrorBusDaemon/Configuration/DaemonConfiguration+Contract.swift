@@ -1,4 +1,5 @@
 import ErrorBusHTTP
+import ErrorBusSupport
 import NIOSSL
 
 #if canImport(FoundationEssentials)
@@ -27,6 +28,19 @@ extension DaemonConfiguration.Auth {
             // A token or password goes into a header: a line break there would fail every request.
             if kind != .clientSecret, secret.value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
                 throw ConfigurationError(key: secretFiles[kind] != nil ? kind.fileKey : key, reason: "the \(kind.what) holds a line break or another control character")
+            }
+        }
+        if method == .awsSigV4 {
+            // Temporary credentials come with a session token; long-lived ones have none.
+            let kind = SecretKind.sessionToken
+            if secretFiles[kind] != nil || credentials.holds(kind.rawValue) {
+                let (token, _) = try credentials.read(
+                    file: secretFiles[kind], fileKey: kind.fileKey, credential: kind.rawValue, credentialKey: kind.fileKey, what: kind.what
+                )
+                guard !token.value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                    throw ConfigurationError(key: kind.fileKey, reason: "the session token holds a line break or another control character")
+                }
+                sessionToken = token
             }
         }
         if method == .mtls {
@@ -78,6 +92,13 @@ struct CredentialReader {
     var credentialSource: String?
 
     typealias Source = DaemonConfiguration.Auth.SecretSource
+
+    /// Whether credential `name` is there to be read: in the credentials directory, or where the
+    /// installed unit loads it from. For a secret that may be absent (a session token).
+    func holds(_ name: String) -> Bool {
+        guard let directory = credentialsDirectory ?? credentialSource else { return false }
+        return ((try? FileStatus.ofLink(directory + "/" + name)) ?? nil) != nil
+    }
 
     /// The secret in `file` if set, else in credential `name`, trailing newlines removed, and
     /// where it came from.
@@ -266,8 +287,21 @@ extension UploadContract {
             headers: headers,
             idempotencyHeader: idempotencyHeader,
             delivered: delivered,
-            receipt: try Self.receipt(settings)
+            receipt: try Self.receipt(settings),
+            parts: try Self.parts(settings, method: method, body: body)
         )
+    }
+
+    private static func parts(_ settings: SettingReader, method: Method, body: Body) throws(ConfigurationError) -> Parts? {
+        // size and parallel are checked even without above (which sends every file whole).
+        let size = try settings.value("parts.size", .size(.between(Parts.minimumSize, Parts.maximumSize)), default: 16 << 20)
+        let parallel = try settings.value("parts.parallel", .integer(.between(1, 64)), default: 4)
+        guard settings.optionalString("parts.above", default: nil) != nil else { return nil }
+        let above = try settings.value("parts.above", ValueType<Int64>.size(.atLeast(Parts.minimumSize)), default: Parts.minimumSize)
+        guard method == .put, body == .raw else {
+            throw ConfigurationError(key: "api.upload.parts.above", reason: "uploads in parts are S3's: they need api.upload.method PUT and api.upload.body raw")
+        }
+        return Parts(above: above, size: size, parallel: parallel)
     }
 
     private static func receipt(_ settings: SettingReader) throws(ConfigurationError) -> Receipt? {

@@ -14,6 +14,7 @@ extension DaemonConfiguration {
         API.keys.at(\.api),
         APIUpload.keys.at(\.api),
         UploadReceipt.keys.at(\.api),
+        UploadParts.keys.at(\.api),
         Auth.keys.at(\.auth),
         Sync.keys.at(\.sync),
         Loader.keys.at(\.loader),
@@ -71,7 +72,8 @@ enum APIUpload {
         doc: """
             How a file is uploaded, and which answer means the API has it. Templates (url, header values, \
             receipt.value) take {sha256} (the file's SHA-256, hex), {sha256-base64}, {name} (the file's name, \
-            percent-encoded) and {size} (bytes).
+            percent-encoded), {size} (bytes), {hostname} (this host's name) and the UTC date its job was queued: \
+            {year}, {month}, {day}, {hour}.
             """,
         keys: [
             .init("method", type: "one of put, post", value: "PUT", "PUT or POST.") { $0.upload.method.rawValue },
@@ -102,6 +104,32 @@ enum APIUpload {
                 The statuses that mean delivered: 2xx, or single statuses (201, 204). Any other answer is classified \
                 (classify above refines how).
                 """) { "[\($0.upload.delivered)]" },
+        ]
+    )
+}
+
+/// `api.upload.parts.*`, read with the rest of the upload contract.
+enum UploadParts {
+    static let keys = ConfigurationSection<DaemonConfiguration.API>(
+        name: "api.upload.parts",
+        doc: """
+            Large files in parts, as object storage speaking the S3 API takes them (a multipart upload; needs \
+            auth.method aws-sigv4): each part checked by its SHA-256, the parts the store acknowledged kept in the \
+            state directory, so that an outage, a restart or a kill resumes at the next part instead of from zero. \
+            A file discarded or set aside as a dead letter has its upload aborted.
+            """,
+        keys: [
+            .init("above", shape: .optionalValue, type: "size", value: "", """
+                Files larger than this go in parts (at least 5MiB); empty: every file in one request (S3 takes up to \
+                5GiB so).
+                """) { $0.upload.parts.map { ByteCountText.exact($0.above) } ?? "" },
+            .init("size", type: "size", value: "16MiB", """
+                The size of each part but the last, 5MiB to 5GiB: what an interruption sends again at most. Raised \
+                for a file that would need more than 10,000 parts.
+                """) { ByteCountText.exact($0.upload.parts?.size ?? 16 << 20) },
+            .init("parallel", type: "integer", value: "4", "How many parts of one file are sent at once, 1 to 64.") {
+                String($0.upload.parts?.parallel ?? 4)
+            },
         ]
     )
 }
@@ -139,8 +167,8 @@ extension DaemonConfiguration.Auth {
         keys: [
             .init("method", \.method, .choice(Method.self), """
                 oauth2-client-credentials (a token from token-path, renewed before it expires), bearer (a static \
-                token), basic (user and password), mtls (a TLS client certificate; the API's CA goes in api.ca-file) or \
-                none. A 401 under bearer or basic, or a refused certificate, waits for an operator: errorbusctl says \
+                token), basic (user and password), mtls (a TLS client certificate; the API's CA goes in api.ca-file), \
+                aws-sigv4 (every request signed with an access key, for object storage speaking the S3 API) or none. A 401 under bearer or basic, or a refused certificate, waits for an operator: errorbusctl says \
                 so, and a new credential lets the work go.
                 """),
             .init("client-id", \.clientID, .text, "oauth2-client-credentials: the client id sent to the token endpoint."),
@@ -169,8 +197,44 @@ extension DaemonConfiguration.Auth {
                   example: "/etc/errorbusd/client.key", """
                 mtls: a file holding the certificate's unencrypted key (PEM). Without it, the credential "client-key".
                 """),
+            .init("access-key-id", \.accessKeyID, ValueType.anyText.orNone, """
+                aws-sigv4: the access key id requests are signed with (not a secret; its secret access key is).
+                """),
+            .init("secret-access-key-file", \.secretFiles[.secretAccessKey], ValueType.absolutePath.orNone,
+                  example: "/etc/errorbusd/secret-access-key", """
+                aws-sigv4: a file holding the secret access key. Without it, the credential "secret-access-key".
+                """),
+            .init("session-token-file", \.secretFiles[.sessionToken], ValueType.absolutePath.orNone,
+                  example: "/etc/errorbusd/session-token", """
+                aws-sigv4 with temporary credentials: a file holding the session token, sent as x-amz-security-token. \
+                Without it, the credential "session-token" if the unit loads one; long-lived keys have none.
+                """),
+            .init("region", \.region, ValueType.anyText.orNone, """
+                aws-sigv4: the region requests are signed for; object stores that have none take us-east-1 (MinIO, \
+                Ceph RGW), R2 takes auto.
+                """),
+            .init("service", \.service, .text, "aws-sigv4: the service requests are signed for."),
         ],
         validate: { settings, auth throws(ConfigurationError) in
+            if auth.method == .awsSigV4 {
+                guard let key = auth.accessKeyID, !key.isEmpty else {
+                    throw ConfigurationError(key: "auth.method", reason: "aws-sigv4 needs auth.access-key-id, the access key requests are signed with")
+                }
+                guard key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ",") }) else {
+                    throw ConfigurationError(key: "auth.access-key-id", reason: "expected printable characters without '/', ',' or spaces, got \"\(key)\"")
+                }
+                guard let region = auth.region, !region.isEmpty else {
+                    throw ConfigurationError(key: "auth.method", reason: "aws-sigv4 needs auth.region, the region requests are signed for (us-east-1 where the store has none)")
+                }
+                for (name, value) in [("auth.region", region), ("auth.service", auth.service)] {
+                    guard !value.isEmpty, value.utf8.allSatisfy({ byte in
+                        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                    }) else {
+                        throw ConfigurationError(key: name, reason: "expected lowercase letters, digits, '-' or '_' (eu-central-1, s3), got \"\(value)\"")
+                    }
+                }
+            }
             guard auth.method == .basic else { return }
             guard let user = auth.user, !user.isEmpty else {
                 throw ConfigurationError(key: "auth.method", reason: "basic needs auth.user, the user name the API knows")

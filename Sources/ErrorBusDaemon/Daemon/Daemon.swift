@@ -77,18 +77,8 @@ package struct Daemon: Sendable {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpConfiguration(configuration))
         do {
             let bus = ErrorBus(configuration: busConfiguration, logger: logger)
-            let probe = APIProbe(
-                configuration: .init(
-                    baseURL: configuration.api.baseURL,
-                    probePath: configuration.api.probeURL ?? "/healthz",
-                    timeout: configuration.api.connectTimeout + .seconds(1)
-                ),
-                client: http,
-                localChecks: [SyncService.service: Self.localCheck(configuration)],
-                logger: logger
-            )
-            await bus.setProbe(probe)
             let auth = AuthService(settings: .init(configuration), http: http, bus: bus, logger: logger)
+            await bus.setProbe(Self.probe(configuration, http: http, auth: auth, logger: logger))
             await bus.setAuthenticator(auth)
             let sync = SyncService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
             let loader = LoaderService(settings: .init(configuration), store: store, bus: bus, auth: auth, http: http, logger: logger)
@@ -294,6 +284,27 @@ package struct Daemon: Sendable {
 
     /// The condition a paused (`fatal`) sync waits for: the state directory writable with
     /// `state.min-free-space` free, the outbox readable.
+    /// What the reachability gate asks: the API's probe URL, or, for object storage
+    /// (`aws-sigv4`), a signed `HEAD` of the bucket (the probe URL if set, else the base URL);
+    /// for a paused sync, the local check.
+    static func probe(_ configuration: DaemonConfiguration, http: HTTPClient, auth: AuthService, logger: Logger) -> APIProbe {
+        let api = configuration.api
+        let objectStore = configuration.auth.method == .awsSigV4
+        var settings = APIProbe.Configuration(
+            baseURL: api.baseURL,
+            probePath: objectStore ? api.configuredProbeURL ?? api.baseURL : api.probeURL ?? "/healthz",
+            timeout: api.connectTimeout + .seconds(1)
+        )
+        if objectStore { settings.check = .objectStore }
+        var probe = APIProbe(configuration: settings, client: http, localChecks: [SyncService.service: Self.localCheck(configuration)], logger: logger)
+        if objectStore {
+            probe.signRequest = { request in
+                await auth.signer?.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+            }
+        }
+        return probe
+    }
+
     static func localCheck(_ configuration: DaemonConfiguration) -> @Sendable () async -> ProbeResult {
         let state = configuration.state.directory
         let minimum = configuration.state.minFreeSpace

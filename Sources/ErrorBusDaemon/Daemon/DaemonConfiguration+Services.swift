@@ -19,6 +19,14 @@ extension AuthService.Settings {
             clientID: auth.clientID,
             secret: auth.secret.value,
             user: auth.user,
+            signing: auth.method == .awsSigV4
+                ? AWSSignatureV4(
+                    credentials: .init(accessKeyID: auth.accessKeyID ?? "", secretAccessKey: auth.secret.value, sessionToken: auth.sessionToken?.value),
+                    region: auth.region ?? "us-east-1",
+                    service: auth.service
+                ) : nil,
+            secretAccessKeyFile: auth.method == .awsSigV4 ? auth.secretFiles[.secretAccessKey] : nil,
+            sessionTokenFile: auth.method == .awsSigV4 ? auth.secretFiles[.sessionToken] : nil,
             secretFix: secretFix,
             refreshMargin: configuration.auth.refreshMargin,
             requestTimeout: api.requestTimeout

@@ -208,6 +208,9 @@ actor LoaderService: Service {
         // (RFC 9110 §13.1.3), one without compares the date.
         if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
         if let lastModified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
+        if resource.signedIn, let signer = await auth.signer {
+            signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        }
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
         // Any other status is classified, then as the administrator's rules say.
         let response = try await http.execute(request, accepting: [.ok, .notModified], deadline: deadline, overrides: settings.classify).response

@@ -105,13 +105,15 @@ actor SyncService: Service, ParkedJobSource {
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
     var state: DispatchState
+    /// Whether a job ended without a delivery since the last look for uploads in parts to abort.
+    private var uploadsAbandoned = false
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
     /// The service errorbusd runs: real uploads over `http`, on the continuous clock.
     init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
         self.init(settings: settings, store: store, bus: bus, clock: ContinuousClock(), logger: logger) { settings in
-            Uploader(http: http, auth: auth, bus: bus, settings: settings)
+            Uploader(http: http, auth: auth, bus: bus, store: store, settings: settings, logger: logger)
         }
     }
 
@@ -186,6 +188,9 @@ actor SyncService: Service, ParkedJobSource {
     func run() async throws {
         await bus.setParkedJobSource(self, forService: Self.service)
         await reconcileFiles()
+        // Uploads in parts whose job ended while errorbusd was stopped (or before an abort got
+        // through): the store keeps their parts until they are aborted.
+        await abortAbandonedUploads()
         // The jobs parked under the last run's incidents, which ended with it: known before this
         // run parks any.
         let lastRuns = await parkedByLastRun()
@@ -319,6 +324,10 @@ actor SyncService: Service, ParkedJobSource {
                 let due = retention.due(at: clock.now())
                 if due.deadLetters { await pruneDeadLetters() }
                 if due.delivered { await forgetDelivered() }
+                if uploadsAbandoned {
+                    uploadsAbandoned = false
+                    uploads.addTask { await self.abortAbandonedUploads() }
+                }
                 if settings.backlog.dropsOldest {
                     await makeRoom()
                 } else if overflow.isOngoing, let backlog = try? store.backlog(service: Self.service) {
@@ -369,7 +378,7 @@ actor SyncService: Service, ParkedJobSource {
                 let age = Duration.seconds(wallClock.now().timeIntervalSince(history.queuedAt))
                 if age > limit { throw JobTooOld(job: job, age: age, limit: limit) }
             }
-            readFiles.record(job.id, try await uploader.upload(job))
+            readFiles.record(job.id, try await uploader.upload(job, queuedAt: history.queuedAt))
         })
     }
 
@@ -547,6 +556,14 @@ actor SyncService: Service, ParkedJobSource {
         deliveryDelay.recordSeconds(max(0, wallClock.now().timeIntervalSince(history.queuedAt)))
     }
 
+    /// Aborts the uploads in parts whose job ended without a delivery.
+    private func abortAbandonedUploads() async {
+        let uploader = self.uploader
+        for upload in await uploader.abortAbandonedUploads() {
+            logger.info("aborted the multipart upload of job \(upload.jobID.prefix(12)): its job ended without a delivery")
+        }
+    }
+
     private func ended(_ job: OutboxFile, _ stopped: JobStopped, runs: Int) async -> Bool {
         do {
             switch stopped.reason {
@@ -575,6 +592,10 @@ actor SyncService: Service, ParkedJobSource {
                 break
             default:
                 try store.markQueued(job.id, lastError: stopped.description)
+            }
+            if [.deadLettered, .discarded, .cancelledByOperator, .superseded].contains(stopped.reason) {
+                uploadsAbandoned = true
+                wake.yield()
             }
         } catch {
             await storeFailures.report(error, doing: "record what became of \(job.fileName)")

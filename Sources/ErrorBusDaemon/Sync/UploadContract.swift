@@ -1,7 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+package import FoundationEssentials
 #else
-import Foundation
+package import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
 #endif
 
 /// How the API takes an upload (`api.upload.*`): what errorbusd sends for one outbox file, and
@@ -63,6 +66,39 @@ package struct UploadContract: Sendable, Equatable {
     package var delivered: DeliveredStatuses
     /// `api.upload.receipt.*`; `nil` checks none. Default the JSON pointer `/sha256`.
     package var receipt: Receipt?
+    /// `api.upload.parts.*`: files larger than a threshold go in parts (S3's multipart upload);
+    /// `nil`, the default: every file in one request.
+    package var parts: Parts?
+
+    /// `api.upload.parts.*`: how a large file is sent in parts, each checked by its SHA-256, the
+    /// parts done kept in the store so that an interruption resumes at the next one.
+    package struct Parts: Sendable, Equatable {
+        /// `above`: files larger than this go in parts.
+        package var above: Int64
+        /// `size`: the size of every part but the last. Default 16 MiB.
+        package var size: Int64
+        /// `parallel`: how many parts of one file are sent at once. Default 4.
+        package var parallel: Int
+
+        /// S3's bounds: parts of 5 MiB to 5 GiB (the last may be smaller), at most 10,000.
+        package static let minimumSize: Int64 = 5 << 20
+        package static let maximumSize: Int64 = 5 << 30
+        package static let maximumCount: Int64 = 10_000
+
+        package init(above: Int64, size: Int64 = 16 << 20, parallel: Int = 4) {
+            self.above = above
+            self.size = size
+            self.parallel = parallel
+        }
+
+        /// The part size for a file of `fileSize` bytes: ``size``, or more for a file that would
+        /// need more than 10,000 parts (rounded up to a MiB).
+        package func partSize(for fileSize: Int64) -> Int64 {
+            let least = (fileSize + Self.maximumCount - 1) / Self.maximumCount
+            guard least > size else { return size }
+            return (least + (1 << 20) - 1) / (1 << 20) * (1 << 20)
+        }
+    }
 
     package init(
         method: Method = .put,
@@ -71,7 +107,8 @@ package struct UploadContract: Sendable, Equatable {
         headers: [Header] = [],
         idempotencyHeader: String? = "Idempotency-Key",
         delivered: DeliveredStatuses = .successful,
-        receipt: Receipt? = .jsonPointer("/sha256")
+        receipt: Receipt? = .jsonPointer("/sha256"),
+        parts: Parts? = nil
     ) {
         self.method = method
         self.url = url
@@ -80,6 +117,7 @@ package struct UploadContract: Sendable, Equatable {
         self.idempotencyHeader = idempotencyHeader
         self.delivered = delivered
         self.receipt = receipt
+        self.parts = parts
     }
 
     /// Whether the API tells files by their name: `{name}` in the URL, a header or the receipt,
@@ -152,17 +190,23 @@ package struct UploadItem: Sendable {
     package var name: String
     /// Its size in bytes.
     package var size: Int64
+    /// When its job was queued: the day a template's date is of, so that every attempt, whenever
+    /// it runs, sends the file to one place.
+    package var queuedAt: Date
 
-    package init(sha256: String, name: String, size: Int64) {
+    package init(sha256: String, name: String, size: Int64, queuedAt: Date = Date(timeIntervalSince1970: 0)) {
         self.sha256 = sha256
         self.name = name
         self.size = size
+        self.queuedAt = queuedAt
     }
 }
 
 /// A text with placeholders for an outbox file's facts: `{sha256}` (hex), `{sha256-base64}`,
-/// `{name}` (percent-encoded, so it is safe in a path segment and a header alike) and `{size}`
-/// (bytes). In `api.upload.headers`, `{credential:NAME}` is a credential's text, read when the
+/// `{name}` (percent-encoded, so it is safe in a path segment and a header alike), `{size}`
+/// (bytes), the UTC date its job was queued (`{year}`, `{month}`, `{day}`, `{hour}`, two digits but
+/// the year) and the host's name (`{hostname}`), e.g. an object's key
+/// `/logs/{hostname}/{year}/{month}/{day}/{name}`. In `api.upload.headers`, `{credential:NAME}` is a credential's text, read when the
 /// configuration is loaded.
 package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
     package enum Part: Sendable, Equatable {
@@ -171,6 +215,12 @@ package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
         case sha256Base64
         case name
         case size
+        case year
+        case month
+        case day
+        case hour
+        /// The host's name, as `gethostname(2)` tells it when the template is read.
+        case hostname(String)
         /// A credential's text (`{credential:NAME}`), kept out of descriptions.
         case secret(name: String, Secret)
     }
@@ -189,10 +239,18 @@ package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The placeholders ``parse(_:credential:)`` knows, as written between braces.
     package static let placeholders: [(name: String, part: Part)] = [
         ("sha256", .sha256), ("sha256-base64", .sha256Base64), ("name", .name), ("size", .size),
+        ("year", .year), ("month", .month), ("day", .day), ("hour", .hour), ("hostname", .hostname(hostName)),
     ]
 
     /// What a template may hold, for error messages.
-    package static let expectation = "{sha256}, {sha256-base64}, {name} or {size}"
+    package static let expectation = "{sha256}, {sha256-base64}, {name}, {size}, {year}, {month}, {day}, {hour} or {hostname}"
+
+    /// This host's name, percent-encoded.
+    private static let hostName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        return percentEncoded(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }()
 
     /// Why a template does not parse.
     package enum ParseError: Error, CustomStringConvertible {
@@ -250,6 +308,16 @@ package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
     /// The text for `item`.
     package func render(_ item: UploadItem) -> String {
         var text = ""
+        var date: tm?
+        func queued() -> tm {
+            if let date { return date }
+            var seconds = time_t(item.queuedAt.timeIntervalSince1970.rounded(.down))
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            date = parts
+            return parts
+        }
+        func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
         for part in parts {
             switch part {
             case .text(let literal): text += literal
@@ -257,6 +325,11 @@ package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
             case .sha256Base64: text += Self.base64(hex: item.sha256)
             case .name: text += Self.percentEncoded(item.name)
             case .size: text += String(item.size)
+            case .year: text += String(queued().tm_year + 1900)
+            case .month: text += twoDigits(queued().tm_mon + 1)
+            case .day: text += twoDigits(queued().tm_mday)
+            case .hour: text += twoDigits(queued().tm_hour)
+            case .hostname(let name): text += name
             case .secret(_, let secret): text += secret.value
             }
         }
@@ -272,6 +345,11 @@ package struct UploadTemplate: Sendable, Equatable, CustomStringConvertible {
             case .sha256Base64: "{sha256-base64}"
             case .name: "{name}"
             case .size: "{size}"
+            case .year: "{year}"
+            case .month: "{month}"
+            case .day: "{day}"
+            case .hour: "{hour}"
+            case .hostname: "{hostname}"
             case .secret(let name, _): "{credential:\(name)}"
             }
         }.joined()

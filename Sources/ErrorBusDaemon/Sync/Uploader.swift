@@ -7,6 +7,7 @@ import ErrorBusSupport
 import Glibc
 #endif
 import ErrorBus
+import Logging
 import _NIOFileSystem
 import NIOCore
 import NIOHTTP1
@@ -14,14 +15,23 @@ import NIOPosix
 
 /// What uploads one job's file: ``Uploader`` in errorbusd, a fake in the dispatcher's tests.
 protocol Uploading: Sendable {
-    /// Uploads the file; every failure is thrown, categorised, for the bus. Returns the file's
-    /// status once the bytes sent were read (`nil`: unknown), which its removal checks.
-    func upload(_ job: OutboxFile) async throws -> FileStatus?
+    /// Uploads the file of a job queued at `queuedAt`; every failure is thrown, categorised, for
+    /// the bus. Returns the file's status once the bytes sent were read (`nil`: unknown), which
+    /// its removal checks.
+    func upload(_ job: OutboxFile, queuedAt: Date) async throws -> FileStatus?
+
+    /// Aborts the multipart uploads whose job ended without a delivery; returns those aborted.
+    func abortAbandonedUploads() async -> [AbandonedMultipart]
+}
+
+extension Uploading {
+    func abortAbandonedUploads() async -> [AbandonedMultipart] { [] }
 }
 
 /// Uploads one outbox file as the API's ``UploadContract`` says: its method and URL, the file
 /// streamed from disk (raw or as a `multipart/form-data` part), the file's SHA-256 in the
-/// idempotency header, the configured headers and the sign-in's `Authorization`. A delivered
+/// idempotency header, the configured headers and the sign-in's `Authorization` (or, for
+/// `aws-sigv4`, the request's signature over the file's SHA-256). A delivered
 /// status counts only with the receipt the contract asks for. Knows nothing of retries: every
 /// failure is thrown, categorised, for the bus. What any answer's rate-limit fields say of the
 /// quota (`RateLimit: …;r=12;t=30`, `X-RateLimit-Remaining`) goes to the bus
@@ -31,6 +41,9 @@ final class Uploader: Uploading {
     let http: HTTPClient
     let auth: AuthService
     let bus: ErrorBus
+    /// Where a large file's upload in parts records how far it got.
+    let store: JobStore?
+    let logger: Logger
     /// The contract, its URL made absolute.
     let contract: UploadContract
     let scope: String
@@ -38,10 +51,12 @@ final class Uploader: Uploading {
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
 
-    init(http: HTTPClient, auth: AuthService, bus: ErrorBus, settings: SyncService.Settings) {
+    init(http: HTTPClient, auth: AuthService, bus: ErrorBus, store: JobStore?, settings: SyncService.Settings, logger: Logger) {
         self.http = http
         self.auth = auth
         self.bus = bus
+        self.store = store
+        self.logger = logger
         self.contract = settings.upload
         self.scope = settings.scope
         self.realm = settings.realm
@@ -55,22 +70,23 @@ final class Uploader: Uploading {
     /// The most of a delivered answer's body read: a receipt is small.
     static let receiptLimit = 64 * 1024
 
-    func upload(_ job: OutboxFile) async throws -> FileStatus? {
+    func upload(_ job: OutboxFile, queuedAt: Date) async throws -> FileStatus? {
         let authorization = try await auth.authorization()
+        let signer = await auth.signer
+        let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size, queuedAt: queuedAt)
         do {
-            return try await send(job, authorization: authorization)
+            return try await send(job, item, authorization: authorization, signer: signer)
         } catch let failure as HTTPFailure where failure.category.kind == .unauthenticated {
             // Refused with credentials the realm's re-authentication (or a reload) has since
             // replaced (the request left before the renewal finished): the new ones have not been
             // refused yet, so try them once rather than starting another re-authentication.
             guard let current = await auth.currentAuthorization, current != authorization else { throw failure }
-            return try await send(job, authorization: current)
+            return try await send(job, item, authorization: current, signer: signer)
         }
     }
 
     /// Returns the file's status once the bytes sent were read.
-    private func send(_ job: OutboxFile, authorization: String?) async throws -> FileStatus? {
-        let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size)
+    private func send(_ job: OutboxFile, _ item: UploadItem, authorization: String?, signer: AWSSignatureV4?) async throws -> FileStatus? {
         let url = contract.url.render(item)
         var request = HTTPClientRequest(url: url)
         request.method = HTTPMethod(rawValue: contract.method.rawValue)
@@ -89,6 +105,21 @@ final class Uploader: Uploading {
             framing = multipart
             request.headers.add(name: "Content-Type", value: multipart.contentType)
         }
+        if let parts = contract.parts, job.size > parts.above, let signer, let store {
+            // In parts: headers for the whole object only, the single request's checksum not.
+            let headers = request.headers.map { ($0.name, $0.value) }.filter { name, _ in
+                let name = name.lowercased()
+                return !name.hasPrefix("x-amz-checksum-") && name != "x-amz-sdk-checksum-algorithm" && name != "content-type"
+            }
+            let upload = MultipartUpload(
+                http: http, signer: signer, store: store, job: job, url: url, parts: parts, headers: headers,
+                requestTimeout: requestTimeout, classify: classify, logger: logger
+            )
+            return try await reading(job) { handle in try await upload.run(handle) }
+        }
+        // A raw body is the file, whose SHA-256 is known before a byte is read; a multipart one
+        // is not hashed.
+        signer?.sign(&request, payloadHash: framing == nil ? job.sha256 : AWSSignatureV4.unsignedPayload)
         if job.size <= Self.chunkLength {
             // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
             // pool), and sent as one buffer without a body stream.
@@ -106,34 +137,54 @@ final class Uploader: Uploading {
             try await send(request, item: item, url: url, job: job)
             return read
         } else {
-            do {
-                return try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
-                    let before = try? await handle.withUnsafeDescriptor { descriptor in
-                        try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
-                    }
-                    let size = try await handle.info().size
-                    guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
-                    // Hashed as they go; the last chunk is sent only if the whole is the
-                    // content the job was keyed by.
-                    let chunks = VerifiedChunks(chunks: handle.readChunks(chunkLength: .bytes(Self.chunkLength)), job: job)
-                    if let framing {
-                        request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: size)))
-                    } else {
-                        request.body = .stream(chunks, length: .known(size))
-                    }
-                    try await send(request, item: item, url: url, job: job)
-                    // Every byte was read and sent. The file as it is now is what was read, unless it
-                    // changed meanwhile: then its status before, which it no longer has.
-                    let after = try? await handle.withUnsafeDescriptor { descriptor in
-                        try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
-                    }
-                    guard let before, let after else { return nil }
-                    return after.isSameContent(as: before) ? after : before
+            let prepared = request
+            return try await reading(job) { handle in
+                // Hashed as they go; the last chunk is sent only if the whole is the content the
+                // job was keyed by.
+                let chunks = VerifiedChunks(chunks: handle.readChunks(chunkLength: .bytes(Self.chunkLength)), job: job)
+                var request = prepared
+                if let framing {
+                    request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: job.size)))
+                } else {
+                    request.body = .stream(chunks, length: .known(job.size))
                 }
-            } catch let error as FileSystemError {
-                throw OutboxFileFailure(error, job: job)
+                try await send(request, item: item, url: url, job: job)
             }
         }
+    }
+
+    /// Runs `body` with the job's file open, once its size is checked; returns the file's status
+    /// once every byte was read and sent: as it is now, unless it changed meanwhile (then its
+    /// status before, which it no longer has).
+    private func reading(_ job: OutboxFile, _ body: @Sendable (ReadFileHandle) async throws -> Void) async throws -> FileStatus? {
+        do {
+            return try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(job.path)) { handle in
+                let before = try? await handle.withUnsafeDescriptor { descriptor in
+                    try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
+                }
+                let size = try await handle.info().size
+                guard size == job.size else { throw OutboxFileFailure.changed(job, size: size) }
+                try await body(handle)
+                let after = try? await handle.withUnsafeDescriptor { descriptor in
+                    try? FileStatus.of(descriptor: descriptor.rawValue, path: job.path)
+                }
+                guard let before, let after else { return nil }
+                return after.isSameContent(as: before) ? after : before
+            }
+        } catch let error as FileSystemError {
+            throw OutboxFileFailure(error, job: job)
+        }
+    }
+
+    func abortAbandonedUploads() async -> [AbandonedMultipart] {
+        guard contract.parts != nil, let store, let signer = await auth.signer, let abandoned = try? store.abandonedMultipartUploads() else {
+            return []
+        }
+        var aborted: [AbandonedMultipart] = []
+        for upload in abandoned where await MultipartUpload.abort(upload.uploadID, url: upload.url, http: http, signer: signer) {
+            if (try? store.endMultipart(of: upload.jobID)) != nil { aborted.append(upload) }
+        }
+        return aborted
     }
 
     private func send(_ request: HTTPClientRequest, item: UploadItem, url: String, job: OutboxFile) async throws {

@@ -105,7 +105,7 @@ import Testing
 
     @Test func everyExampleIsTested() throws {
         let examples = try FileManager.default.contentsOfDirectory(atPath: Self.directory).sorted()
-        #expect(examples == ["bearer-api.yaml", "mtls.yaml", "sandbox.yaml", "webdav.yaml"])
+        #expect(examples == ["bearer-api.yaml", "mtls.yaml", "s3.yaml", "sandbox.yaml", "webdav.yaml"])
     }
 
     @Test func theSandboxExampleIsTheDefaults() async throws {
@@ -132,6 +132,31 @@ import Testing
         #expect(contract.headers.map { $0.value.render(UploadItem(sha256: "", name: "", size: 0)) } == ["acme", "k"])
         #expect(configuration.auth.method == .bearer && configuration.auth.secret.value == "t")
         #expect(LoaderService.Settings(configuration).resources.map(\.signedIn) == [true, false])
+    }
+
+    @Test func theObjectStorageExampleSignsEachObjectUnderItsKeyAndAsksForItsChecksum() async throws {
+        let configuration = try await Self.load("s3.yaml", credentials: ["secret-access-key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"])
+        let contract = configuration.api.uploadContract
+        var item = UploadItem(sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", name: "report 1.txt", size: 4)
+        item.queuedAt = Date(timeIntervalSince1970: 1_795_000_000)  // 2026-11-18T11:06:40Z
+        let url = contract.url.render(item)
+        #expect(url.hasPrefix("https://s3.eu-central-1.amazonaws.com/fleet-logs/") && url.hasSuffix("/2026/11/18/report%201.txt"), "\(url)")
+        #expect(contract.idempotencyHeader == nil)
+        #expect(contract.headers.map { "\($0.name): \($0.value.render(item))" } == [
+            "x-amz-sdk-checksum-algorithm: SHA256", "x-amz-checksum-sha256: n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=",
+        ])
+        #expect(contract.receipt == .header(name: "x-amz-checksum-sha256", value: UploadTemplate(parts: [.sha256Base64])))
+        #expect(contract.parts == .init(above: 64 << 20, size: 16 << 20, parallel: 4))
+        // A file that would need more than 10,000 parts of 16 MiB (156.25 GiB) gets larger ones.
+        #expect(contract.parts?.partSize(for: 200 << 30) == 21 << 20)
+        let auth = configuration.auth
+        #expect(auth.method == .awsSigV4 && auth.accessKeyID == "AKIAIOSFODNN7EXAMPLE" && auth.region == "eu-central-1" && auth.service == "s3")
+        #expect(auth.secret.value == "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" && auth.sessionToken == nil)
+
+        // Temporary credentials: the session token too, when the unit loads one.
+        let temporary = try await Self.load("s3.yaml", credentials: ["secret-access-key": "s\n", "session-token": "FQoGZXIvYXdzEXAMPLE\n"])
+        #expect(temporary.auth.sessionToken?.value == "FQoGZXIvYXdzEXAMPLE")
+        #expect(AuthService.Settings(temporary).signing?.credentials.sessionToken == "FQoGZXIvYXdzEXAMPLE")
     }
 
     @Test func theMutualTLSExampleReadsACertificateAndKey() async throws {

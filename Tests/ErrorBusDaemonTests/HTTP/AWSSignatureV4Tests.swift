@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Crypto
 @testable import ErrorBusDaemon
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// The signer against the signatures AWS publishes: its Signature Version 4 test suite (the
@@ -166,5 +168,42 @@ import Testing
 extension SHA256Digest {
     fileprivate static func of(_ text: String) -> SHA256Digest {
         SHA256.hash(data: Data(text.utf8))
+    }
+}
+
+/// The uploader's and the loader's signing: a request signed as it will be sent.
+@Suite(.timeLimit(.minutes(1)))
+struct AWSSignatureV4RequestTests {
+    /// The S3 documentation's list and lifecycle examples, made from the request's URL: the host
+    /// without its default port, the query taken apart and put in order.
+    @Test func aRequestIsSignedFromItsURL() {
+        var listed = HTTPClientRequest(url: "https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J")
+        AWSSignatureV4Tests.s3.sign(&listed, payloadHash: AWSSignatureV4.emptyPayloadHash, at: AWSSignatureV4Tests.s3Date)
+        #expect(listed.headers.first(name: "Host") == "examplebucket.s3.amazonaws.com")
+        #expect(listed.headers.first(name: "x-amz-date") == "20130524T000000Z")
+        #expect(listed.headers.first(name: "Authorization")?.hasSuffix("Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7") == true)
+
+        var lifecycle = HTTPClientRequest(url: "https://examplebucket.s3.amazonaws.com/?lifecycle")
+        AWSSignatureV4Tests.s3.sign(&lifecycle, payloadHash: AWSSignatureV4.emptyPayloadHash, at: AWSSignatureV4Tests.s3Date)
+        #expect(lifecycle.headers.first(name: "Authorization")?.hasSuffix("Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543") == true)
+    }
+
+    /// The `x-amz-` headers and the content type are signed, others not; a port not the scheme's
+    /// default is part of the host signed; a session's token is sent and signed.
+    @Test func theHeadersSignedAreTheStoresOwn() {
+        var signer = AWSSignatureV4Tests.s3
+        signer.credentials.sessionToken = "FQoGZXIvYXdzEXAMPLE"
+        var request = HTTPClientRequest(url: "http://127.0.0.1:9000/bucket/host/a%20b.txt")
+        request.method = .PUT
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.headers.add(name: "x-amz-checksum-sha256", value: "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=")
+        request.headers.add(name: "X-Tenant", value: "acme")
+        signer.sign(&request, payloadHash: AWSSignatureV4.unsignedPayload, at: AWSSignatureV4Tests.s3Date)
+        #expect(request.headers.first(name: "Host") == "127.0.0.1:9000")
+        #expect(request.headers.first(name: "x-amz-security-token") == "FQoGZXIvYXdzEXAMPLE")
+        #expect(request.headers.first(name: "x-amz-content-sha256") == "UNSIGNED-PAYLOAD")
+        let authorization = request.headers.first(name: "Authorization") ?? ""
+        #expect(authorization.contains("SignedHeaders=content-type;host;x-amz-checksum-sha256;x-amz-content-sha256;x-amz-date;x-amz-security-token,"), "\(authorization)")
+        #expect(request.headers["Authorization"].count == 1)
     }
 }

@@ -22,11 +22,11 @@ import ErrorBusDaemon
                     try String.fetchOne(db, sql: "PRAGMA journal_mode")
                 )
             }
-            #expect(tables == ["incident", "job", "job_count", "parked_count", "resource", "store_format", "store_writer"])
+            #expect(tables == ["incident", "job", "job_count", "multipart_part", "multipart_upload", "parked_count", "resource", "store_format", "store_writer"])
             #expect(migrations == Set(StoreSchema.migrator.migrations))
             #expect(journalMode == "wal")
             #expect(try store.checkIntegrity() == ["ok"])
-            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources, 4 job counts, 5 backlog bytes, dead-letter age, 6 resource validators, 7 job digest, 8 incident uuid, 9 job file stamp, 10 binary job keys, 11 job isolation, 12 store format, 13 parked jobs" })
+            #expect(logs.entries.contains { "\($0.message)" == "Job store opened" && $0.metadata["migrations"] == "1 jobs, 2 incidents, 3 resources, 4 job counts, 5 backlog bytes, dead-letter age, 6 resource validators, 7 job digest, 8 incident uuid, 9 job file stamp, 10 binary job keys, 11 job isolation, 12 store format, 13 parked jobs, 14 multipart uploads" })
         }
     }
 
@@ -56,7 +56,7 @@ import ErrorBusDaemon
 
             let logs = InMemoryLogHandler()
             let store = try JobStore(directory: directory, logger: StoreTestDirectory.logger(logs))
-            #expect(logs.entries.contains { $0.metadata["migrations"] == "6 resource validators, 7 job digest, 8 incident uuid, 9 job file stamp, 10 binary job keys, 11 job isolation, 12 store format, 13 parked jobs" })
+            #expect(logs.entries.contains { $0.metadata["migrations"] == "6 resource validators, 7 job digest, 8 incident uuid, 9 job file stamp, 10 binary job keys, 11 job isolation, 12 store format, 13 parked jobs, 14 multipart uploads" })
             let counts = try store.counts()
             #expect((counts.queued, counts.inFlight, counts.deadLettered, counts.delivered) == (1, 1, 1, 1))
             #expect(try store.backlog().bytes == 100 + 200)

@@ -263,7 +263,7 @@ final class FakeUploader: Uploading {
         waiter?.resume()
     }
 
-    func upload(_ job: OutboxFile) async throws -> FileStatus? {
+    func upload(_ job: OutboxFile, queuedAt: Date) async throws -> FileStatus? {
         state.withLock {
             $0.uploads.append(job)
             $0.running += 1

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 @testable import ErrorBusDaemon
@@ -17,6 +18,20 @@ import Testing
         #expect(template.description == "/f/{name}?sha={sha256}&b64={sha256-base64}&n={size}")
         #expect(template.isPath)
         #expect(!(try UploadTemplate.parse("https://x.test/{name}")).isPath)
+    }
+
+    /// An object's key by day and host: the day its job was queued, UTC, whenever it is sent.
+    @Test func templatesRenderTheDayTheJobWasQueuedAndTheHostsName() throws {
+        let template = try UploadTemplate.parse("/logs/{hostname}/{year}/{month}/{day}/{hour}/{name}")
+        var queued = item
+        queued.queuedAt = Date(timeIntervalSince1970: 1_767_225_599)  // 2025-12-31T23:59:59Z
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let host = UploadTemplate.percentEncoded(String(cString: name))
+        #expect(template.render(queued) == "/logs/\(host)/2025/12/31/23/a%20b%2F%C3%BC.txt")
+        queued.queuedAt = Date(timeIntervalSince1970: 1_772_323_200)  // 2026-03-01T00:00:00Z
+        #expect(template.render(queued) == "/logs/\(host)/2026/03/01/00/a%20b%2F%C3%BC.txt")
+        #expect(template.description == "/logs/{hostname}/{year}/{month}/{day}/{hour}/{name}")
     }
 
     @Test func templatesRefuseWhatTheyDoNotKnow() {

@@ -23,10 +23,11 @@ final class MotoS3Process: Sendable {
             .appendingPathComponent("scripts/lib/moto_s3.py").path
     }
 
-    /// Starts it with bucket `bucket`, and waits for the credentials it prints.
-    init(bucket: String = "errorbus-test") async throws {
+    /// Starts it with bucket `bucket`, and waits for the credentials it prints; `log` is where
+    /// moto writes a line per request it answered.
+    init(bucket: String = "errorbus-test", log: String? = nil) async throws {
         guard let python = ChildProcess.find("python3") else { throw ChildProcessError(description: "python3 is not installed") }
-        child = try ChildProcess(python, ["-u", Self.script, "--port", "0", "--bucket", bucket])
+        child = try ChildProcess(python, ["-u", Self.script, "--port", "0", "--bucket", bucket] + (log.map { ["--log", $0] } ?? []))
         guard await child.waitForStandardOutput(containing: "}\n"),
             let line = child.standardOutput.text.split(separator: "\n").first(where: { $0.hasPrefix("{") })
         else {

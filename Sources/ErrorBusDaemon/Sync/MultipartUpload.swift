@@ -1,0 +1,268 @@
+import AsyncHTTPClient
+import Crypto
+import ErrorBus
+import ErrorBusHTTP
+import ErrorBusStore
+import ErrorBusSupport
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import _NIOFileSystem
+
+/// One large file sent to object storage in parts (S3's multipart upload): `CreateMultipartUpload`,
+/// each part `PUT` with its own SHA-256 (`x-amz-checksum-sha256`, which the store checks), then
+/// `CompleteMultipartUpload` with every part's `ETag` and checksum.
+///
+/// The upload id and each part the store acknowledged go to the store as they happen, so that an
+/// outage, a restart or a `kill -9` resumes at the next part: what an interruption sends again
+/// is at most the parts that were on the way. The whole file is read once more to hash it (each
+/// part the store already has is checked against its checksum, so a file changed since is not
+/// completed from stale parts), and each part to send is read again as it is sent; nothing is
+/// held in memory but a chunk per part on the way. A store that forgot the upload
+/// (`NoSuchUpload`) gets a new one.
+struct MultipartUpload: Sendable {
+    let http: HTTPClient
+    let signer: AWSSignatureV4
+    let store: JobStore
+    let job: OutboxFile
+    /// The object's URL.
+    let url: String
+    let parts: UploadContract.Parts
+    /// The contract's headers that apply to the whole object (not its single-request checksum).
+    let headers: [(name: String, value: String)]
+    let requestTimeout: Duration
+    let classify: [ClassificationOverride]
+    let logger: Logger
+
+    /// Sends the file from `handle`, resuming where the store says it got.
+    func run(_ handle: ReadFileHandle) async throws {
+        let partSize = parts.partSize(for: job.size)
+        var progress = try store.multipartProgress(of: job.id)
+        if let stale = progress, stale.url != url || stale.partSize != partSize {
+            // Started for another key or part size (a changed configuration): not this upload.
+            await Self.abort(stale.uploadID, url: stale.url, http: http, signer: signer)
+            progress = nil
+        }
+        let resumed = progress != nil
+        do {
+            let started: MultipartProgress
+            if let progress { started = progress } else { started = try await create(partSize: partSize) }
+            try await send(handle, progress: started)
+        } catch let failure as HTTPFailure where failure.cause == Self.noSuchUpload && resumed {
+            // The store forgot the upload (it expired, or was aborted): start again, once.
+            try store.endMultipart(of: job.id)
+            try await send(handle, progress: create(partSize: partSize))
+        }
+        try store.endMultipart(of: job.id)
+    }
+
+    static let noSuchUpload = "s3NoSuchUpload"
+
+    /// Starts a multipart upload and records it.
+    private func create(partSize: Int64) async throws -> MultipartProgress {
+        var request = HTTPClientRequest(url: url + "?uploads")
+        request.method = .POST
+        for header in headers { request.headers.add(name: header.name, value: header.value) }
+        request.headers.add(name: "x-amz-checksum-algorithm", value: "SHA256")
+        let body = try await execute(&request, payloadHash: AWSSignatureV4.emptyPayloadHash, what: "CreateMultipartUpload")
+        guard let uploadID = S3XML.element("UploadId", in: body), !uploadID.isEmpty else {
+            throw receiptMissing(body, expected: "an UploadId", method: "POST")
+        }
+        try store.beginMultipart(of: job.id, uploadID: uploadID, url: url, partSize: partSize)
+        return MultipartProgress(uploadID: uploadID, url: url, partSize: partSize)
+    }
+
+    /// Hashes every part in order, sends those the store does not have (`parallel` at once),
+    /// then completes the upload.
+    private func send(_ handle: ReadFileHandle, progress: MultipartProgress) async throws {
+        let count = Int((job.size + progress.partSize - 1) / progress.partSize)
+        if !progress.parts.isEmpty {
+            logger.info("resuming the upload of \(job.fileName) in parts: \(progress.parts.count) of \(count) parts already stored")
+        }
+        var whole = SHA256()
+        var digests: [Int: SHA256Digest] = [:]
+        try await withThrowingTaskGroup(of: (Int, MultipartProgress.Part).self) { group in
+            var running = 0
+            for number in 1...count {
+                let offset = Int64(number - 1) * progress.partSize
+                let range = offset..<min(job.size, offset + progress.partSize)
+                var hasher = SHA256()
+                var read: Int64 = 0
+                for try await chunk in handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)) {
+                    chunk.withUnsafeReadableBytes { bytes in
+                        hasher.update(bufferPointer: bytes)
+                        whole.update(bufferPointer: bytes)
+                    }
+                    read += Int64(chunk.readableBytes)
+                }
+                guard read == Int64(range.count) else { throw OutboxFileFailure.changed(job, size: offset + read) }
+                let digest = hasher.finalize()
+                digests[number] = digest
+                let checksum = Data(digest).base64EncodedString()
+                if let done = progress.parts[number] {
+                    // Sent before an interruption: still this file's bytes?
+                    guard done.checksum == checksum else {
+                        try store.endMultipart(of: job.id)
+                        await Self.abort(progress.uploadID, url: url, http: http, signer: signer)
+                        throw OutboxFileFailure.replaced(job, by: "changed since part \(number) was sent")
+                    }
+                    continue
+                }
+                if running == parts.parallel, let (sent, part) = try await group.next() {
+                    running -= 1
+                    try await record(sent, part, of: count)
+                }
+                running += 1
+                let (uploadID, payloadHash) = (progress.uploadID, ContentKey.hex(of: digest))
+                group.addTask {
+                    try await (number, self.sendPart(number, range: range, checksum: checksum, payloadHash: payloadHash, uploadID: uploadID, handle: handle))
+                }
+            }
+            for try await (sent, part) in group {
+                try await record(sent, part, of: count)
+            }
+        }
+        let sha256 = ContentKey.hex(of: whole.finalize())
+        guard sha256 == job.sha256 else {
+            try store.endMultipart(of: job.id)
+            await Self.abort(progress.uploadID, url: url, http: http, signer: signer)
+            throw OutboxFileFailure.replaced(job, by: sha256)
+        }
+        let acknowledged = try store.multipartProgress(of: job.id)?.parts ?? [:]
+        try await complete(progress.uploadID, parts: (1...count).map { number in
+            guard let part = acknowledged[number] else { preconditionFailure("part \(number) was neither sent nor recorded") }
+            return (number, part)
+        }, digests: (1...count).compactMap { digests[$0] })
+    }
+
+    private func record(_ number: Int, _ part: MultipartProgress.Part, of count: Int) async throws {
+        try await store.recordPart(of: job.id, number: number, part)
+        logger.debug("part \(number) of \(count) of \(job.fileName) stored")
+    }
+
+    /// One part, read from the file as it is sent, its SHA-256 known beforehand (base64 as the
+    /// checksum, hex as the payload's hash).
+    private func sendPart(
+        _ number: Int, range: Range<Int64>, checksum: String, payloadHash: String, uploadID: String, handle: ReadFileHandle
+    ) async throws -> MultipartProgress.Part {
+        var request = HTTPClientRequest(url: url + "?partNumber=\(number)&uploadId=" + AWSSignatureV4.encoded(uploadID))
+        request.method = .PUT
+        request.headers.add(name: "x-amz-sdk-checksum-algorithm", value: "SHA256")
+        request.headers.add(name: "x-amz-checksum-sha256", value: checksum)
+        request.body = .stream(handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)), length: .known(Int64(range.count)))
+        let etag = try await execute(&request, payloadHash: payloadHash, what: "UploadPart", etag: true)
+        return MultipartProgress.Part(etag: etag, checksum: checksum)
+    }
+
+    /// Completes the upload with every part; the store's answer must name the object, and its
+    /// checksum, when it gives one, must be the parts' (`BASE64-N`, the SHA-256 of their digests).
+    private func complete(_ uploadID: String, parts: [(Int, MultipartProgress.Part)], digests: [SHA256Digest]) async throws {
+        var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        for (number, part) in parts {
+            xml += "<Part><PartNumber>\(number)</PartNumber><ETag>\(S3XML.escaped(part.etag))</ETag><ChecksumSHA256>\(part.checksum)</ChecksumSHA256></Part>"
+        }
+        xml += "</CompleteMultipartUpload>"
+        var request = HTTPClientRequest(url: url + "?uploadId=" + AWSSignatureV4.encoded(uploadID))
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/xml")
+        for header in headers where header.name.lowercased() == "if-none-match" {
+            request.headers.add(name: header.name, value: header.value)
+        }
+        let body = ByteBuffer(string: xml)
+        request.body = .bytes(body)
+        let answer = try await execute(&request, payloadHash: ContentKey.hex(of: SHA256.hash(data: Data(xml.utf8))), what: "CompleteMultipartUpload")
+        // `CompleteMultipartUploadResult`, as S3 names it (moto: `…Response`).
+        guard answer.contains("<CompleteMultipartUploadResult") || answer.contains("<CompleteMultipartUploadResponse") else {
+            throw receiptMissing(answer, expected: "a CompleteMultipartUploadResult", method: "POST")
+        }
+        if let checksum = S3XML.element("ChecksumSHA256", in: answer) {
+            var combined = SHA256()
+            for digest in digests { combined.update(data: Data(digest)) }
+            let expected = Data(combined.finalize()).base64EncodedString() + "-\(digests.count)"
+            guard checksum == expected else { throw receiptMissing(answer, expected: "the checksum \(expected)", method: "POST") }
+        }
+    }
+
+    /// Signs and sends `request`; returns the answer's body (`etag`: its `ETag` instead). A
+    /// status that is not 2xx, and S3's 200 whose body is an `<Error>`, are thrown classified.
+    private func execute(_ request: inout HTTPClientRequest, payloadHash: String, what: String, etag: Bool = false) async throws -> String {
+        signer.sign(&request, payloadHash: payloadHash)
+        let method = request.method.rawValue
+        let target = request.url
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, deadline: deadline)
+        } catch let failure as OutboxFileFailure {
+            throw failure
+        } catch {
+            throw HTTPFailure(classifying: error, method: method, url: target)
+        }
+        guard (200...299).contains(Int(response.status.code)) else {
+            throw await HTTPFailure.classifying(response, method: method, url: target, deadline: deadline).overridden(by: classify)
+        }
+        let body = try await response.collectBody(upTo: 1 << 20, deadline: deadline, method: method, url: target)
+        let text = String(buffer: body)
+        if text.contains("<Error>") {
+            // S3 may answer 200 and fail later in the body (CompleteMultipartUpload): its code
+            // says what happened, as it would with its status.
+            let status = S3XML.element("Code", in: text) == "SlowDown" ? 503 : 500
+            throw HTTPFailure(status: status, headers: ["Content-Type": "application/xml"], body: body, method: method, url: target)
+        }
+        guard etag else { return text }
+        guard let value = response.headers.first(name: "ETag"), !value.isEmpty else {
+            throw receiptMissing(text, expected: "an ETag for \(what)", method: method)
+        }
+        return value
+    }
+
+    private func receiptMissing(_ body: String, expected: String, method: String) -> HTTPFailure {
+        let target = RequestTarget(url: url)
+        return HTTPFailure(
+            category: .invalid(reason: "no receipt: expected \(expected)"),
+            cause: "receiptMismatch",
+            method: method,
+            url: url,
+            text: OperatorText(
+                title: "Receipt missing",
+                message: "\(target.host) answered the multipart upload of \(job.fileName) without \(expected): something other than an object store may have answered (\(body.prefix(200)))."
+            )
+        )
+    }
+
+    /// Aborts multipart upload `uploadID` of `url`: the store drops its parts. Best effort: a
+    /// store that cannot be reached keeps them until its own lifecycle rules do.
+    @discardableResult
+    static func abort(_ uploadID: String, url: String, http: HTTPClient, signer: AWSSignatureV4, timeout: Duration = .seconds(30)) async -> Bool {
+        var request = HTTPClientRequest(url: url + "?uploadId=" + AWSSignatureV4.encoded(uploadID))
+        request.method = .DELETE
+        signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        do {
+            let response = try await http.execute(request, timeout: TimeAmount(timeout))
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            // 404: already gone.
+            return (200...299).contains(Int(response.status.code)) || response.status == .notFound
+        } catch {
+            return false
+        }
+    }
+}
+
+/// The few elements errorbusd reads of S3's XML answers.
+enum S3XML {
+    /// The text of the first `<name>…</name>`, its entities decoded.
+    static func element(_ name: String, in text: String) -> String? {
+        guard let open = text.firstRange(of: "<\(name)>"), let close = text[open.upperBound...].firstRange(of: "</\(name)>") else {
+            return nil
+        }
+        return String(text[open.upperBound..<close.lowerBound])
+            .replacing("&quot;", with: "\"").replacing("&lt;", with: "<").replacing("&gt;", with: ">")
+            .replacing("&apos;", with: "'").replacing("&amp;", with: "&")
+    }
+
+    /// `text` with XML's special characters escaped.
+    static func escaped(_ text: String) -> String {
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
+    }
+}

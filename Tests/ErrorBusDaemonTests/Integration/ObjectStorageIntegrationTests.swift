@@ -1,0 +1,283 @@
+import AsyncHTTPClient
+import Crypto
+import ErrorBusControl
+@testable import ErrorBusDaemon
+import Foundation
+import NIOHTTP1
+import Glibc
+import NIOCore
+import NIOFoundationEssentialsCompat
+import TestSupport
+import Testing
+
+/// errorbusd uploading to object storage nobody here wrote: moto's S3 server, its authentication
+/// on (every request's signature checked against the access key it made), as the bucket. Files go
+/// under a key template, signed with `aws-sigv4`, with their SHA-256 as the checksum the store
+/// keeps and hands back as the receipt.
+@Suite("Integration: errorbusd uploading to moto's S3", .serialized, .timeLimit(.minutes(3)))
+struct ObjectStorageIntegrationTests {
+    /// The object-storage contract: each file under `/{hostname}/{year}/{month}/{day}/{name}` in
+    /// the bucket (path-style: the bucket is the base URL's path), its checksum kept by the store
+    /// and returned as the receipt.
+    static let contract = """
+          upload:
+            url: /{hostname}/{year}/{month}/{day}/{name}
+            idempotency-header:
+            headers: ["x-amz-sdk-checksum-algorithm: SHA256", "x-amz-checksum-sha256: {sha256-base64}"]
+            receipt:
+              header: x-amz-checksum-sha256
+              value: "{sha256-base64}"
+        """
+
+    static func auth(_ moto: MotoS3Process, _ more: String = "") -> String {
+        "  method: aws-sigv4\n  access-key-id: \(moto.info.accessKeyId)\n  region: \(moto.info.region)" + more
+    }
+
+    /// Files with names a key must encode, one larger than a chunk (streamed from disk).
+    static let files: [(name: String, content: Data)] = [
+        ("report 1.txt", Data("first report\n".utf8)),
+        ("ünïcode+50%.csv", Data("a,b\n1,2\n".utf8)),
+        ("large.bin", Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })),
+    ]
+
+    /// Stops `daemon` (expecting a clean exit) and moto, whatever `body` did.
+    static func run(_ daemon: DaemonProcess, _ moto: MotoS3Process, _ body: (HTTPClient) async throws -> Void) async throws {
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            try await daemon.start()
+            try await body(http)
+            let finished = try await daemon.stop()
+            #expect(finished.status == 0, "errorbusd exited with \(finished.status):\n\(finished.standardError)")
+        } catch {
+            _ = try? await daemon.kill()
+            try? await http.shutdown()
+            await moto.stop()
+            throw error
+        }
+        try await http.shutdown()
+        await moto.stop()
+    }
+
+    @Test func eachFileIsStoredUnderItsKeyWithItsBytesAndChecksum() async throws {
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3")
+        let bucketURL = moto.info.endpoint + "/" + moto.info.bucket
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: bucketURL, api: Self.contract, auth: Self.auth(moto), credentials: ["secret-access-key": moto.info.secretAccessKey + "\n"]
+        )
+        let day = Self.utcDay()
+        try await Self.run(daemon, moto) { http in
+            for file in Self.files { try daemon.drop(file.name, content: file.content) }
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let keys = try await Self.keys(moto, http: http)
+            let host = Self.hostName()
+            for file in Self.files {
+                let key = try #require(keys.first { $0.hasSuffix("/" + file.name) }, "no object for \(file.name) among \(keys)")
+                // Queued today (or, at midnight, yesterday): the key holds that day, UTC.
+                #expect(key == "\(host)/\(day)/\(file.name)" || key.hasPrefix("\(host)/") && key.split(separator: "/").count == 5, "\(key)")
+                let stored = try await Self.send("GET", key, moto, http: http, headers: [("x-amz-checksum-mode", "ENABLED")])
+                #expect(stored.status == 200 && stored.body == file.content, "\(file.name): \(stored.status)")
+                #expect(stored.headers.first(name: "x-amz-checksum-sha256") == Data(SHA256.hash(data: file.content)).base64EncodedString(), "\(file.name)")
+            }
+            #expect(keys.count == Self.files.count, "\(keys)")
+        }
+    }
+
+    @Test func aWrongSecretIsOneIncidentNamingTheCredentialAndTheRightOneLetsTheWorkGo() async throws {
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3-wrong-secret")
+        let secretFile = scratch.file("secret-access-key")
+        try ("wrong" + moto.info.secretAccessKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.contract,
+            auth: Self.auth(moto, "\n  secret-access-key-file: \(secretFile)"), credentials: [:]
+        )
+        try await Self.run(daemon, moto) { http in
+            for number in 0..<6 { try daemon.drop("file-\(number).txt", content: Data("file \(number)\n".utf8)) }
+            try await daemon.waitForLog("needs an operator")
+            try await daemon.waitForParked(6, under: 1)
+            let incidents = try await ForeignServerIntegrationTests.incidents(daemon)
+            #expect(incidents.count == 1, "\(incidents)")
+            let incident = try #require(incidents.first)
+            #expect(incident.category == .unauthenticated)
+            #expect(incident.state == "needsOperator")
+            #expect(incident.cause == "s3SignatureDoesNotMatch", "\(incident)")
+            #expect(incident.next?.contains(secretFile) == true, "\(incident)")
+            #expect(try daemon.outboxFiles().count == 6)
+            #expect(try await Self.keys(moto, http: http).isEmpty)
+
+            // The operator fixes the secret and reloads: the held work goes.
+            try (moto.info.secretAccessKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+            try daemon.signal(SIGHUP)
+            try await daemon.waitForLog("configuration reloaded")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await Self.keys(moto, http: http).count == 6)
+        }
+    }
+
+    /// The probe is a signed `HEAD` of the bucket: the incident waits until the bucket is there,
+    /// then the work goes by itself.
+    @Test func aBucketThatIsNotThereIsOneIncidentNamingItUntilItIsMade() async throws {
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3-no-bucket")
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/no-such-bucket", api: Self.contract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        try await Self.run(daemon, moto) { http in
+            for number in 0..<3 { try daemon.drop("file-\(number).txt", content: Data("file \(number)\n".utf8)) }
+            try await daemon.waitForLog("incident 1 opened: ")
+            try await daemon.waitForParked(3, under: 1)
+            // The probe has looked, and found no bucket.
+            try await daemon.waitForLog("the store has no such bucket")
+            let incidents = try await ForeignServerIntegrationTests.incidents(daemon)
+            #expect(incidents.count == 1, "\(incidents)")
+            let incident = try #require(incidents.first)
+            #expect(incident.category == .unreachable, "\(incident)")
+            #expect(incident.cause == "s3NoSuchBucket", "\(incident)")
+            #expect(incident.message.contains("\"no-such-bucket\""), "\(incident)")
+            #expect(try daemon.outboxFiles().count == 3)
+
+            let made = try await Self.send("PUT", "", moto, http: http, bucket: "no-such-bucket")
+            #expect(made.status == 200, "\(String(decoding: made.body, as: UTF8.self))")
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            #expect(try await Self.keys(moto, http: http, bucket: "no-such-bucket").count == 3)
+        }
+    }
+
+    // MARK: - Large files in parts
+
+    static let partsContract = contract + """
+
+            parts:
+              above: 5MiB
+              size: 5MiB
+              parallel: 2
+        """
+
+    /// 40 MiB of random bytes: eight parts of 5 MiB.
+    static func largeFile() throws -> Data {
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        defer { try? random.close() }
+        return random.readData(ofLength: 40 << 20)
+    }
+
+    /// Starts `daemon`, drops `content` as big.bin, and kills it (`kill -9`) once three of its
+    /// eight parts are stored.
+    static func killedAfterThreeParts(_ daemon: DaemonProcess, _ content: Data) async throws {
+        try await daemon.start()
+        try daemon.drop("big.bin", content: content)
+        try await daemon.waitForLog("of 8 of big.bin stored", count: 3)
+        _ = try await daemon.kill()
+    }
+
+    @Test func aLargeFileGoesInPartsAndAKillResumesAtTheNextPart() async throws {
+        let scratch = try ScratchDirectory("s3-parts")
+        let log = scratch.file("moto.log")
+        let moto = try await MotoS3Process(log: log)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        let content = try Self.largeFile()
+        do {
+            try await Self.killedAfterThreeParts(daemon, content)
+        } catch {
+            await moto.stop()
+            throw error
+        }
+        try await Self.run(daemon, moto) { http in
+            try await daemon.waitForLog("resuming the upload of big.bin in parts: ")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let key = try #require(try await Self.keys(moto, http: http).first { $0.hasSuffix("/big.bin") })
+            let stored = try await Self.send("GET", key, moto, http: http)
+            #expect(stored.status == 200 && stored.body.count == content.count)
+            #expect(SHA256.hash(data: stored.body) == SHA256.hash(data: content), "the object is not the file")
+
+            // What was sent twice: at most the parts on the way when errorbusd was killed.
+            let requests = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let parts = requests.filter { $0.contains("partNumber=") && $0.contains("\" 200") }
+            #expect(parts.count >= 8 && parts.count <= 8 + 2, "\(parts.count) parts stored for 8:\n\(parts.joined(separator: "\n"))")
+            let resumed = try daemon.current.standardError.text
+            #expect(resumed.contains("parts already stored"))
+            #expect(try await Self.multipartUploads(moto, http: http).isEmpty)
+        }
+    }
+
+    @Test func aJobThatEndsWithoutADeliveryLeavesNoUploadInPartsBehind() async throws {
+        let scratch = try ScratchDirectory("s3-parts-gone")
+        let moto = try await MotoS3Process()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        do {
+            try await Self.killedAfterThreeParts(daemon, try Self.largeFile())
+        } catch {
+            await moto.stop()
+            throw error
+        }
+        // The file removed while errorbusd was stopped: its job is discarded at start, and the
+        // store's parts of it with it.
+        try FileManager.default.removeItem(atPath: daemon.outbox + "/big.bin")
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let left = try await Self.multipartUploads(moto, http: http)
+        try await http.shutdown()
+        #expect(left.count == 1, "the killed upload is the store's until aborted: \(left)")
+        try await Self.run(daemon, moto) { http in
+            try await daemon.waitForLog("aborted the multipart upload of job")
+            #expect(try await Self.multipartUploads(moto, http: http).isEmpty)
+            #expect(try await Self.keys(moto, http: http).isEmpty)
+        }
+    }
+
+    /// The bucket's multipart uploads in progress (ListMultipartUploads): their upload ids.
+    static func multipartUploads(_ moto: MotoS3Process, http: HTTPClient) async throws -> [String] {
+        let listing = try await send("GET", "", moto, http: http, query: "?uploads")
+        #expect(listing.status == 200, "\(String(decoding: listing.body, as: UTF8.self))")
+        return String(decoding: listing.body, as: UTF8.self).components(separatedBy: "<UploadId>").dropFirst()
+            .compactMap { $0.components(separatedBy: "</UploadId>").first }
+    }
+
+    // MARK: - Reading the bucket, signed
+
+    /// The bucket's keys (ListObjectsV2).
+    static func keys(_ moto: MotoS3Process, http: HTTPClient, bucket: String? = nil) async throws -> [String] {
+        let listing = try await send("GET", "", moto, http: http, query: "?list-type=2", bucket: bucket)
+        #expect(listing.status == 200, "\(String(decoding: listing.body, as: UTF8.self))")
+        let text = String(decoding: listing.body, as: UTF8.self)
+        return text.components(separatedBy: "<Key>").dropFirst().compactMap { $0.components(separatedBy: "</Key>").first }
+            .map { $0.replacingOccurrences(of: "&amp;", with: "&") }
+    }
+
+    /// A request signed with the bucket's key: `key` under the bucket, `query` as sent.
+    static func send(
+        _ method: String, _ key: String, _ moto: MotoS3Process, http: HTTPClient, query: String = "", headers: [(String, String)] = [],
+        bucket: String? = nil
+    ) async throws -> (status: UInt, headers: HTTPHeaders, body: Data) {
+        let info = moto.info
+        var request = HTTPClientRequest(url: info.endpoint + AWSSignatureV4.encodedPath((bucket ?? info.bucket) + (key.isEmpty ? "" : "/" + key)) + query)
+        request.method = .init(rawValue: method)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let signer = AWSSignatureV4(credentials: .init(accessKeyID: info.accessKeyId, secretAccessKey: info.secretAccessKey), region: info.region)
+        signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let body = Data(buffer: try await response.body.collect(upTo: 64 << 20))
+        return (response.status.code, response.headers, body)
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count - 1)
+        return String(cString: buffer)
+    }
+
+    /// Today, UTC, as `YYYY/MM/DD`.
+    static func utcDay() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d/%02d/%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday)
+    }
+}
