@@ -10,7 +10,7 @@ creates an IAM user with an access key and an inline policy allowing `s3:*` on e
 and the bucket, then prints one JSON line on stdout
 
   {"endpoint": "http://127.0.0.1:P", "region": ..., "bucket": ..., "accessKeyId": ...,
-   "secretAccessKey": ...}
+   "secretAccessKey": ..., "serverPid": ...}
 
 and runs until SIGTERM or SIGINT, when it stops moto (SIGTERM, then SIGKILL after 5 s) and exits
 0. It exits 1 with a message on stderr if moto cannot start (port taken, moto missing), does not
@@ -253,8 +253,10 @@ class MotoS3:
                 r.read()
         except (BotoCoreError, ClientError, OSError) as e:
             self._fail(f"moto set-up failed: {e}")
+        # serverPid: moto's own process, which a test may stop (SIGSTOP) to make the store hang.
         self.info = {"endpoint": self.endpoint, "region": self.region, "bucket": self.bucket,
-                     "accessKeyId": key["AccessKeyId"], "secretAccessKey": key["SecretAccessKey"]}
+                     "accessKeyId": key["AccessKeyId"], "secretAccessKey": key["SecretAccessKey"],
+                     "serverPid": self.proc.pid}
 
     def _self_check(self, deadline):
         from botocore.exceptions import BotoCoreError, ClientError

@@ -205,6 +205,38 @@ struct ObjectStorageIntegrationTests {
         }
     }
 
+    /// The store hangs half way (moto stopped with `SIGSTOP`: connections accepted, nothing
+    /// answered): the parts on the way time out, an incident holds the file, and once the store
+    /// answers again the upload goes on from the parts it has.
+    @Test func aLargeFileResumesAfterTheStoreHungHalfWay() async throws {
+        let scratch = try ScratchDirectory("s3-parts-hang")
+        let log = scratch.file("moto.log")
+        let moto = try await MotoS3Process(log: log)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        let content = try Self.largeFile()
+        try await Self.run(daemon, moto) { http in
+            try daemon.drop("big.bin", content: content)
+            try await daemon.waitForLog("of 8 of big.bin stored", count: 3)
+            kill(moto.info.serverPid, SIGSTOP)
+            try await daemon.waitForLog("incident 1 opened: ")
+            kill(moto.info.serverPid, SIGCONT)
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let key = try #require(try await Self.keys(moto, http: http).first { $0.hasSuffix("/big.bin") })
+            let stored = try await Self.send("GET", key, moto, http: http)
+            #expect(SHA256.hash(data: stored.body) == SHA256.hash(data: content), "the object is not the file")
+            #expect(try daemon.current.standardError.text.contains("parts already stored"), "started again from zero")
+            // Parts the store took twice: at most those on the way when it hung (their answers
+            // lost), however many attempts the incident made.
+            let parts = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").filter { $0.contains("partNumber=") && $0.contains("\" 200") }
+            #expect(parts.count <= 8 + 2, "\(parts.count) parts stored for 8")
+            #expect(try await Self.multipartUploads(moto, http: http).isEmpty)
+        }
+    }
+
     @Test func aJobThatEndsWithoutADeliveryLeavesNoUploadInPartsBehind() async throws {
         let scratch = try ScratchDirectory("s3-parts-gone")
         let moto = try await MotoS3Process()

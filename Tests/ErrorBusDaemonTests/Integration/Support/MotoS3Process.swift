@@ -11,6 +11,8 @@ final class MotoS3Process: Sendable {
         var bucket: String
         var accessKeyId: String
         var secretAccessKey: String
+        /// moto's own process: `SIGSTOP` makes the store hang, `SIGCONT` lets it answer again.
+        var serverPid: Int32
     }
 
     let info: Info
