@@ -82,7 +82,7 @@ struct MultipartUpload: Sendable {
         }
         var whole = SHA256()
         var digests: [Int: SHA256Digest] = [:]
-        try await withThrowingTaskGroup(of: (Int, MultipartProgress.Part).self) { group in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
             for number in 1...count {
                 let offset = Int64(number - 1) * progress.partSize
@@ -109,19 +109,20 @@ struct MultipartUpload: Sendable {
                     }
                     continue
                 }
-                if running == parts.parallel, let (sent, part) = try await group.next() {
+                if running == parts.parallel {
+                    try await group.next()
                     running -= 1
-                    try await record(sent, part, of: count)
                 }
                 running += 1
                 let (uploadID, payloadHash) = (progress.uploadID, ContentKey.hex(of: digest))
                 group.addTask {
-                    try await (number, self.sendPart(number, range: range, checksum: checksum, payloadHash: payloadHash, uploadID: uploadID, handle: handle))
+                    // Recorded as soon as the store has it: a kill then sends again only the
+                    // parts on the way.
+                    let part = try await self.sendPart(number, range: range, checksum: checksum, payloadHash: payloadHash, uploadID: uploadID, handle: handle)
+                    try await self.record(number, part, of: count)
                 }
             }
-            for try await (sent, part) in group {
-                try await record(sent, part, of: count)
-            }
+            try await group.waitForAll()
         }
         let sha256 = ContentKey.hex(of: whole.finalize())
         guard sha256 == job.sha256 else {
