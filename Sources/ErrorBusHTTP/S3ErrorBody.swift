@@ -45,28 +45,16 @@ struct S3ErrorBody: Sendable, Hashable {
         if let contentType, !["application/xml", "text/xml"].contains(MediaType.essence(of: contentType)) { return nil }
         guard !body.isEmpty else { return nil }
         let text = String(decoding: body.prefix(HTTPFailure.errorBodyLimit), as: UTF8.self)
-        guard text.contains("<Error>"), let code = element("Code", in: text), !code.isEmpty else { return nil }
+        guard text.contains("<Error>"), let code = S3XML.element("Code", in: text), !code.isEmpty else { return nil }
         return S3ErrorBody(
             code: code,
-            message: element("Message", in: text),
-            bucketName: element("BucketName", in: text),
-            requestTime: element("RequestTime", in: text).flatMap(time),
-            serverTime: element("ServerTime", in: text).flatMap(time),
-            proposedSize: element("ProposedSize", in: text).flatMap { Int64($0) },
-            maxSizeAllowed: element("MaxSizeAllowed", in: text).flatMap { Int64($0) }
+            message: S3XML.element("Message", in: text),
+            bucketName: S3XML.element("BucketName", in: text),
+            requestTime: S3XML.element("RequestTime", in: text).flatMap(time),
+            serverTime: S3XML.element("ServerTime", in: text).flatMap(time),
+            proposedSize: S3XML.element("ProposedSize", in: text).flatMap { Int64($0) },
+            maxSizeAllowed: S3XML.element("MaxSizeAllowed", in: text).flatMap { Int64($0) }
         )
-    }
-
-    /// The text of the first `<name>…</name>`, its entities decoded.
-    static func element(_ name: String, in text: String) -> String? {
-        guard let open = text.firstRange(of: "<\(name)>"), let close = text[open.upperBound...].firstRange(of: "</\(name)>") else {
-            return nil
-        }
-        return text[open.upperBound..<close.lowerBound]
-            .replacing("&lt;", with: "<").replacing("&gt;", with: ">")
-            .replacing("&quot;", with: "\"").replacing("&apos;", with: "'")
-            .replacing("&amp;", with: "&")
-            .trimmingASCIIWhitespace()
     }
 
     /// `20261129T023000Z` (SigV4's) or `2026-11-29T02:30:00Z` / `2026-11-29T02:30:00.000Z` (ISO 8601),
@@ -86,5 +74,24 @@ struct S3ErrorBody: Sendable, Hashable {
         let seconds = timegm(&parts)
         guard seconds != -1 else { return nil }
         return Date(timeIntervalSince1970: Double(seconds))
+    }
+}
+
+/// The few elements errorbusd reads of S3's XML answers.
+package enum S3XML {
+    /// The text of the first `<name>…</name>`, its entities decoded.
+    package static func element(_ name: String, in text: String) -> String? {
+        guard let open = text.firstRange(of: "<\(name)>"), let close = text[open.upperBound...].firstRange(of: "</\(name)>") else {
+            return nil
+        }
+        return String(text[open.upperBound..<close.lowerBound])
+            .replacing("&quot;", with: "\"").replacing("&lt;", with: "<").replacing("&gt;", with: ">")
+            .replacing("&apos;", with: "'").replacing("&amp;", with: "&")
+            .trimmingASCIIWhitespace()
+    }
+
+    /// `text` with XML's special characters escaped.
+    package static func escaped(_ text: String) -> String {
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
     }
 }

@@ -249,21 +249,3 @@ struct MultipartUpload: Sendable {
         }
     }
 }
-
-/// The few elements errorbusd reads of S3's XML answers.
-enum S3XML {
-    /// The text of the first `<name>…</name>`, its entities decoded.
-    static func element(_ name: String, in text: String) -> String? {
-        guard let open = text.firstRange(of: "<\(name)>"), let close = text[open.upperBound...].firstRange(of: "</\(name)>") else {
-            return nil
-        }
-        return String(text[open.upperBound..<close.lowerBound])
-            .replacing("&quot;", with: "\"").replacing("&lt;", with: "<").replacing("&gt;", with: ">")
-            .replacing("&apos;", with: "'").replacing("&amp;", with: "&")
-    }
-
-    /// `text` with XML's special characters escaped.
-    static func escaped(_ text: String) -> String {
-        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\"", with: "&quot;")
-    }
-}

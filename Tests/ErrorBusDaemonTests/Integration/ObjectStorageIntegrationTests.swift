@@ -163,6 +163,14 @@ struct ObjectStorageIntegrationTests {
         return random.readData(ofLength: 40 << 20)
     }
 
+    /// A daemon sending files above 5 MiB in parts of 5 MiB, two at once, to moto's bucket.
+    static func partsDaemon(_ scratch: borrowing ScratchDirectory, _ moto: MotoS3Process) throws -> DaemonProcess {
+        try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: partsContract, auth: auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+    }
+
     /// Starts `daemon`, drops `content` as big.bin, and kills it (`kill -9`) once three of its
     /// eight parts are stored.
     static func killedAfterThreeParts(_ daemon: DaemonProcess, _ content: Data) async throws {
@@ -176,10 +184,7 @@ struct ObjectStorageIntegrationTests {
         let scratch = try ScratchDirectory("s3-parts")
         let log = scratch.file("moto.log")
         let moto = try await MotoS3Process(log: log)
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
-            credentials: ["secret-access-key": moto.info.secretAccessKey]
-        )
+        let daemon = try Self.partsDaemon(scratch, moto)
         let content = try Self.largeFile()
         do {
             try await Self.killedAfterThreeParts(daemon, content)
@@ -212,10 +217,7 @@ struct ObjectStorageIntegrationTests {
         let scratch = try ScratchDirectory("s3-parts-hang")
         let log = scratch.file("moto.log")
         let moto = try await MotoS3Process(log: log)
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
-            credentials: ["secret-access-key": moto.info.secretAccessKey]
-        )
+        let daemon = try Self.partsDaemon(scratch, moto)
         let content = try Self.largeFile()
         try await Self.run(daemon, moto) { http in
             try daemon.drop("big.bin", content: content)
@@ -240,10 +242,7 @@ struct ObjectStorageIntegrationTests {
     @Test func aJobThatEndsWithoutADeliveryLeavesNoUploadInPartsBehind() async throws {
         let scratch = try ScratchDirectory("s3-parts-gone")
         let moto = try await MotoS3Process()
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: Self.partsContract, auth: Self.auth(moto),
-            credentials: ["secret-access-key": moto.info.secretAccessKey]
-        )
+        let daemon = try Self.partsDaemon(scratch, moto)
         do {
             try await Self.killedAfterThreeParts(daemon, try Self.largeFile())
         } catch {
