@@ -44,13 +44,31 @@ struct MultipartUpload: Sendable {
             await Self.abort(stale.uploadID, url: stale.url, http: http, signer: signer)
             progress = nil
         }
+        // Parts the store has that were not recorded here: it took them as errorbusd stopped.
+        var unrecorded: [Int: MultipartProgress.Part] = [:]
+        if var resumed = progress {
+            // The store's word on the parts it has: one recorded here and gone there is sent
+            // again; one it has beyond the record is taken once its bytes are known to be the
+            // file's (``send(_:progress:unrecorded:)``).
+            if let held = try await storedParts(resumed.uploadID) {
+                resumed.parts = resumed.parts.filter { held[$0.key] != nil }
+                unrecorded = held.filter { resumed.parts[$0.key] == nil }
+                progress = resumed
+            } else {
+                logger.notice("the object store no longer knows the upload of \(job.fileName) in parts: starting it again")
+                try store.endMultipart(of: job.id)
+                progress = nil
+            }
+        }
         let resumed = progress != nil
         do {
             let started: MultipartProgress
             if let progress { started = progress } else { started = try await create(partSize: partSize) }
-            try await send(handle, progress: started)
+            try await send(handle, progress: started, unrecorded: unrecorded)
         } catch let failure as HTTPFailure where failure.cause == Self.noSuchUpload && resumed {
-            // The store forgot the upload (it expired, or was aborted): start again, once.
+            // The store forgot the upload while it was sent (it expired, or was aborted): start
+            // again, once.
+            logger.notice("the object store no longer knows the upload of \(job.fileName) in parts: starting it again")
             try store.endMultipart(of: job.id)
             try await send(handle, progress: create(partSize: partSize))
         }
@@ -58,6 +76,32 @@ struct MultipartUpload: Sendable {
     }
 
     static let noSuchUpload = "s3NoSuchUpload"
+
+    /// The parts the store holds of upload `uploadID` (`ListParts`, a page of 1,000 at a time),
+    /// each with the checksum it tells (empty when it tells none); `nil` when it no longer knows
+    /// the upload.
+    private func storedParts(_ uploadID: String) async throws -> [Int: MultipartProgress.Part]? {
+        var parts: [Int: MultipartProgress.Part] = [:]
+        var marker: Int?
+        repeat {
+            var request = HTTPClientRequest(url: url + "?uploadId=" + AWSSignatureV4.encoded(uploadID) + (marker.map { "&part-number-marker=\($0)" } ?? ""))
+            request.method = .GET
+            let body: String
+            do {
+                body = try await execute(&request, payloadHash: AWSSignatureV4.emptyPayloadHash, what: "ListParts")
+            } catch let failure as HTTPFailure where failure.cause == Self.noSuchUpload {
+                return nil
+            }
+            for entry in body.components(separatedBy: "<Part>").dropFirst() {
+                guard let number = S3XML.element("PartNumber", in: entry).flatMap({ Int($0) }), let etag = S3XML.element("ETag", in: entry) else { continue }
+                parts[number] = .init(etag: etag, checksum: S3XML.element("ChecksumSHA256", in: entry) ?? "")
+            }
+            let truncated = S3XML.element("IsTruncated", in: body) == "true"
+            let next = S3XML.element("NextPartNumberMarker", in: body).flatMap { Int($0) }
+            marker = truncated && next != marker ? next : nil
+        } while marker != nil
+        return parts
+    }
 
     /// Starts a multipart upload and records it.
     private func create(partSize: Int64) async throws -> MultipartProgress {
@@ -74,8 +118,10 @@ struct MultipartUpload: Sendable {
     }
 
     /// Hashes every part in order, sends those the store does not have (`parallel` at once),
-    /// then completes the upload.
-    private func send(_ handle: ReadFileHandle, progress: MultipartProgress) async throws {
+    /// then completes the upload. A part in `unrecorded` (the store has it, this store's record
+    /// not) is taken when the store's checksum of it, or its `ETag` (an MD5 of the part, as S3
+    /// and most stores make it without KMS), is this part's.
+    private func send(_ handle: ReadFileHandle, progress: MultipartProgress, unrecorded: [Int: MultipartProgress.Part] = [:]) async throws {
         let count = Int((job.size + progress.partSize - 1) / progress.partSize)
         if !progress.parts.isEmpty {
             logger.info("resuming the upload of \(job.fileName) in parts: \(progress.parts.count) of \(count) parts already stored")
@@ -88,11 +134,13 @@ struct MultipartUpload: Sendable {
                 let offset = Int64(number - 1) * progress.partSize
                 let range = offset..<min(job.size, offset + progress.partSize)
                 var hasher = SHA256()
+                var md5 = unrecorded[number] == nil ? nil : Insecure.MD5()
                 var read: Int64 = 0
                 for try await chunk in handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)) {
                     chunk.withUnsafeReadableBytes { bytes in
                         hasher.update(bufferPointer: bytes)
                         whole.update(bufferPointer: bytes)
+                        md5?.update(bufferPointer: bytes)
                     }
                     read += Int64(chunk.readableBytes)
                 }
@@ -108,6 +156,13 @@ struct MultipartUpload: Sendable {
                         throw OutboxFileFailure.replaced(job, by: "changed since part \(number) was sent")
                     }
                     continue
+                }
+                if let taken = unrecorded[number], let md5 {
+                    let etag = taken.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased()
+                    if taken.checksum == checksum || etag == AWSSignatureV4.hex(md5.finalize()) {
+                        try await record(number, .init(etag: taken.etag, checksum: checksum), of: count)
+                        continue
+                    }
                 }
                 if running == parts.parallel {
                     try await group.next()
