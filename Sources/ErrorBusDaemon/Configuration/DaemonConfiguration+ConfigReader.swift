@@ -45,8 +45,16 @@ extension DaemonConfiguration {
         }
         let credentials = CredentialReader(credentialsDirectory: systemd.credentials, credentialSource: credentialSource)
         api.upload = try UploadContract(SettingReader(reader, section: "api.upload"), credentials: credentials)
-        if api.upload.parts != nil, auth.method != .awsSigV4 {
-            throw ConfigurationError(key: "api.upload.parts.above", reason: "uploads in parts speak S3's multipart protocol, which needs auth.method aws-sigv4")
+        if let parts = api.upload.parts {
+            guard auth.method == .awsSigV4 else {
+                throw ConfigurationError(key: "api.upload.parts.above", reason: "uploads in parts speak S3's multipart protocol, which needs auth.method aws-sigv4")
+            }
+            guard parts.parallel <= sync.concurrency else {
+                throw ConfigurationError(
+                    key: "api.upload.parts.parallel",
+                    reason: "is \(parts.parallel), more than sync.concurrency (\(sync.concurrency)): one file's parts would take more requests at once than all uploads may"
+                )
+            }
         }
         try auth.readSecrets(credentials)
     }

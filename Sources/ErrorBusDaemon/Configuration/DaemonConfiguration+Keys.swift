@@ -127,7 +127,7 @@ enum UploadParts {
                 The size of each part but the last, 5MiB to 5GiB: what an interruption sends again at most. Raised \
                 for a file that would need more than 10,000 parts.
                 """) { ByteCountText.exact($0.upload.parts?.size ?? 16 << 20) },
-            .init("parallel", type: "integer", value: "4", "How many parts of one file are sent at once, 1 to 64.") {
+            .init("parallel", type: "integer", value: "4", "How many parts of one file are sent at once, 1 to 64 and at most sync.concurrency.") {
                 String($0.upload.parts?.parallel ?? 4)
             },
         ]

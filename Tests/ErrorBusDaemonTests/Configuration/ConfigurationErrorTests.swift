@@ -209,6 +209,10 @@ import Testing
         ("api:\n  upload:\n    receipt:\n      value: \"{sha256}\"\n", "api.upload.receipt.value: is set to \"{sha256}\" without api.upload.receipt.header to compare it with"),
         ("auth:\n  method: kerberos\n", "auth.method: expected one of oauth2-client-credentials, bearer, basic, mtls, aws-sigv4, none, got \"kerberos\""),
         ("api:\n  upload:\n    parts:\n      above: 64MiB\n", "api.upload.parts.above: uploads in parts speak S3's multipart protocol, which needs auth.method aws-sigv4"),
+        (
+            "api:\n  upload:\n    parts:\n      above: 64MiB\n      parallel: 8\nauth:\n  method: aws-sigv4\n  access-key-id: AKIAEXAMPLE\n  region: us-east-1\nsync:\n  concurrency: 4\n",
+            "api.upload.parts.parallel: is 8, more than sync.concurrency (4): one file's parts would take more requests at once than all uploads may"
+        ),
         ("api:\n  upload:\n    parts:\n      above: 64MiB\n      size: 1MiB\n", "api.upload.parts.size: expected a size between 5MiB and 5GiB, got \"1MiB\""),
         ("auth:\n  method: aws-sigv4\n  region: us-east-1\n", "auth.method: aws-sigv4 needs auth.access-key-id, the access key requests are signed with"),
         ("auth:\n  method: aws-sigv4\n  access-key-id: AKIAEXAMPLE\n", "auth.method: aws-sigv4 needs auth.region, the region requests are signed for (us-east-1 where the store has none)"),
