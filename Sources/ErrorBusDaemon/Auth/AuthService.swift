@@ -154,23 +154,39 @@ actor AuthService: Authenticator, Service {
         }
     }
 
-    /// The `Authorization` header's value for a request, or `nil` for a method that sends none
-    /// (`mtls`, `none`); with `oauth2-client-credentials`, ``accessToken()``'s.
-    func authorization() async throws -> String? {
-        switch settings.method {
-        case .oauth2ClientCredentials: "Bearer \(try await accessToken())"
-        default: staticAuthorization
+    /// How a request signs in: the method's `Authorization` header, or, for `aws-sigv4`, a
+    /// signature over the whole request; neither for `mtls` (the TLS client certificate) and
+    /// `none`.
+    struct SignIn: Sendable, Equatable {
+        var authorization: String?
+        var signer: AWSSignatureV4?
+
+        /// Whether a request carries anything of it.
+        var isEmpty: Bool { authorization == nil && signer == nil }
+
+        /// Signs `request` in, once its other headers are set (a signature covers them);
+        /// `payloadHash` is its body's SHA-256 (hex), for a signature.
+        func apply(to request: inout HTTPClientRequest, payloadHash: String) {
+            if let authorization { request.headers.replaceOrAdd(name: "Authorization", value: authorization) }
+            signer?.sign(&request, payloadHash: payloadHash)
         }
     }
 
-    /// What signs each request whole, beyond a header (`aws-sigv4`); `nil` for the other methods.
-    var signer: AWSSignatureV4? { settings.signing }
-
-    /// The `Authorization` value held now, without fetching a token.
-    var currentAuthorization: String? {
+    /// The sign-in for a request; with `oauth2-client-credentials`, ``accessToken()``'s, fetched
+    /// if there is none or it has expired.
+    func signIn() async throws -> SignIn {
         switch settings.method {
-        case .oauth2ClientCredentials: token.map { "Bearer \($0.value)" }
-        default: staticAuthorization
+        case .oauth2ClientCredentials: SignIn(authorization: "Bearer \(try await accessToken())")
+        default: currentSignIn
+        }
+    }
+
+    /// The sign-in held now, without fetching a token.
+    var currentSignIn: SignIn {
+        switch settings.method {
+        case .oauth2ClientCredentials: SignIn(authorization: token.map { "Bearer \($0.value)" })
+        case .awsSigV4: SignIn(signer: settings.signing)
+        default: SignIn(authorization: staticAuthorization)
         }
     }
 

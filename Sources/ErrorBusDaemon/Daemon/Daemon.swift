@@ -282,8 +282,6 @@ package struct Daemon: Sendable {
         return http
     }
 
-    /// The condition a paused (`fatal`) sync waits for: the state directory writable with
-    /// `state.min-free-space` free, the outbox readable.
     /// What the reachability gate asks: the API's probe URL, or, for object storage
     /// (`aws-sigv4`), a signed `HEAD` of the bucket (the probe URL if set, else the base URL);
     /// for a paused sync, the local check.
@@ -299,12 +297,14 @@ package struct Daemon: Sendable {
         var probe = APIProbe(configuration: settings, client: http, localChecks: [SyncService.service: Self.localCheck(configuration)], logger: logger)
         if objectStore {
             probe.signRequest = { request in
-                await auth.signer?.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+                await auth.currentSignIn.signer?.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
             }
         }
         return probe
     }
 
+    /// The condition a paused (`fatal`) sync waits for: the state directory writable with
+    /// `state.min-free-space` free, the outbox readable.
     static func localCheck(_ configuration: DaemonConfiguration) -> @Sendable () async -> ProbeResult {
         let state = configuration.state.directory
         let minimum = configuration.state.minFreeSpace

@@ -201,15 +201,12 @@ actor LoaderService: Service {
     ) async throws -> Fetch {
         let (name, url) = (resource.name, resource.url)
         var request = HTTPClientRequest(url: url)
-        if resource.signedIn, let authorization = try await auth.authorization() {
-            request.headers.add(name: "Authorization", value: authorization)
-        }
         // Both when both are known: a server that has an ETag compares it and ignores the date
         // (RFC 9110 §13.1.3), one without compares the date.
         if let etag = validators?.etag { request.headers.add(name: "If-None-Match", value: etag) }
         if let lastModified = validators?.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
-        if resource.signedIn, let signer = await auth.signer {
-            signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        if resource.signedIn {
+            try await auth.signIn().apply(to: &request, payloadHash: AWSSignatureV4.emptyPayloadHash)
         }
         let deadline = NIODeadline.now() + TimeAmount(settings.requestTimeout)
         // Any other status is classified, then as the administrator's rules say.

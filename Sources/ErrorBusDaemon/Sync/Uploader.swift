@@ -71,26 +71,25 @@ final class Uploader: Uploading {
     static let receiptLimit = 64 * 1024
 
     func upload(_ job: OutboxFile, queuedAt: Date) async throws -> FileStatus? {
-        let authorization = try await auth.authorization()
-        let signer = await auth.signer
+        let signIn = try await auth.signIn()
         let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size, queuedAt: queuedAt)
         do {
-            return try await send(job, item, authorization: authorization, signer: signer)
+            return try await send(job, item, signIn: signIn)
         } catch let failure as HTTPFailure where failure.category.kind == .unauthenticated {
             // Refused with credentials the realm's re-authentication (or a reload) has since
             // replaced (the request left before the renewal finished): the new ones have not been
             // refused yet, so try them once rather than starting another re-authentication.
-            guard let current = await auth.currentAuthorization, current != authorization else { throw failure }
-            return try await send(job, item, authorization: current, signer: signer)
+            let current = await auth.currentSignIn
+            guard !current.isEmpty, current != signIn else { throw failure }
+            return try await send(job, item, signIn: current)
         }
     }
 
     /// Returns the file's status once the bytes sent were read.
-    private func send(_ job: OutboxFile, _ item: UploadItem, authorization: String?, signer: AWSSignatureV4?) async throws -> FileStatus? {
+    private func send(_ job: OutboxFile, _ item: UploadItem, signIn: AuthService.SignIn) async throws -> FileStatus? {
         let url = contract.url.render(item)
         var request = HTTPClientRequest(url: url)
         request.method = HTTPMethod(rawValue: contract.method.rawValue)
-        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let header = contract.idempotencyHeader { request.headers.add(name: header, value: job.id) }
         for header in contract.headers {
             request.headers.add(name: header.name, value: header.value.render(item))
@@ -105,7 +104,7 @@ final class Uploader: Uploading {
             framing = multipart
             request.headers.add(name: "Content-Type", value: multipart.contentType)
         }
-        if let parts = contract.parts, job.size > parts.above, let signer, let store {
+        if let parts = contract.parts, job.size > parts.above, let signer = signIn.signer, let store {
             // In parts: headers for the whole object only, the single request's checksum not.
             let headers = request.headers.map { ($0.name, $0.value) }.filter { name, _ in
                 let name = name.lowercased()
@@ -119,7 +118,7 @@ final class Uploader: Uploading {
         }
         // A raw body is the file, whose SHA-256 is known before a byte is read; a multipart one
         // is not hashed.
-        signer?.sign(&request, payloadHash: framing == nil ? job.sha256 : AWSSignatureV4.unsignedPayload)
+        signIn.apply(to: &request, payloadHash: framing == nil ? job.sha256 : AWSSignatureV4.unsignedPayload)
         if job.size <= Self.chunkLength {
             // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
             // pool), and sent as one buffer without a body stream.
@@ -177,7 +176,7 @@ final class Uploader: Uploading {
     }
 
     func abortAbandonedUploads() async -> [AbandonedMultipart] {
-        guard contract.parts != nil, let store, let signer = await auth.signer, let abandoned = try? store.abandonedMultipartUploads() else {
+        guard contract.parts != nil, let store, let signer = await auth.currentSignIn.signer, let abandoned = try? store.abandonedMultipartUploads() else {
             return []
         }
         var aborted: [AbandonedMultipart] = []

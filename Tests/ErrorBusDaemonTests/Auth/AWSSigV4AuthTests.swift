@@ -54,9 +54,9 @@ struct AWSSigV4AuthTests {
             Issue.record("new credentials in the files were not read")
             return
         }
-        let renewed = await auth.signer?.credentials
+        let renewed = await auth.currentSignIn.signer?.credentials
         #expect(renewed == .init(accessKeyID: "AKIAEXAMPLE", secretAccessKey: "secret-2", sessionToken: "token-2"))
-        #expect(try await auth.authorization() == nil, "aws-sigv4 signs each request; it sends no Authorization of its own")
+        #expect(try await auth.signIn().authorization == nil, "aws-sigv4 signs each request; it sends no Authorization of its own")
     }
 
     @Test func aKeyFromACredentialIsNotReadAgain() async throws {
