@@ -55,8 +55,7 @@ struct MultipartUpload: Sendable {
                 unrecorded = held.filter { resumed.parts[$0.key] == nil }
                 progress = resumed
             } else {
-                logger.notice("the object store no longer knows the upload of \(job.fileName) in parts: starting it again")
-                try store.endMultipart(of: job.id)
+                try forget()
                 progress = nil
             }
         }
@@ -68,14 +67,19 @@ struct MultipartUpload: Sendable {
         } catch let failure as HTTPFailure where failure.cause == Self.noSuchUpload && resumed {
             // The store forgot the upload while it was sent (it expired, or was aborted): start
             // again, once.
-            logger.notice("the object store no longer knows the upload of \(job.fileName) in parts: starting it again")
-            try store.endMultipart(of: job.id)
+            try forget()
             try await send(handle, progress: create(partSize: partSize))
         }
         try store.endMultipart(of: job.id)
     }
 
     static let noSuchUpload = "s3NoSuchUpload"
+
+    /// The store no longer knows the upload: forgotten here too, to start again.
+    private func forget() throws {
+        logger.notice("the object store no longer knows the upload of \(job.fileName) in parts: starting it again")
+        try store.endMultipart(of: job.id)
+    }
 
     /// The parts the store holds of upload `uploadID` (`ListParts`, a page of 1,000 at a time),
     /// each with the checksum it tells (empty when it tells none); `nil` when it no longer knows
@@ -127,7 +131,6 @@ struct MultipartUpload: Sendable {
             logger.info("resuming the upload of \(job.fileName) in parts: \(progress.parts.count) of \(count) parts already stored")
         }
         var whole = SHA256()
-        var digests: [Int: SHA256Digest] = [:]
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
             for number in 1...count {
@@ -146,14 +149,13 @@ struct MultipartUpload: Sendable {
                 }
                 guard read == Int64(range.count) else { throw OutboxFileFailure.changed(job, size: offset + read) }
                 let digest = hasher.finalize()
-                digests[number] = digest
                 let checksum = Data(digest).base64EncodedString()
                 if let done = progress.parts[number] {
                     // Sent before an interruption: still this file's bytes?
                     guard done.checksum == checksum else {
                         try store.endMultipart(of: job.id)
                         await Self.abort(progress.uploadID, url: url, http: http, signer: signer)
-                        throw OutboxFileFailure.replaced(job, by: "changed since part \(number) was sent")
+                        throw OutboxFileFailure.replaced(job, part: number)
                     }
                     continue
                 }
@@ -189,7 +191,7 @@ struct MultipartUpload: Sendable {
         try await complete(progress.uploadID, parts: (1...count).map { number in
             guard let part = acknowledged[number] else { preconditionFailure("part \(number) was neither sent nor recorded") }
             return (number, part)
-        }, digests: (1...count).compactMap { digests[$0] })
+        })
     }
 
     private func record(_ number: Int, _ part: MultipartProgress.Part, of count: Int) async throws {
@@ -206,14 +208,18 @@ struct MultipartUpload: Sendable {
         request.method = .PUT
         request.headers.add(name: "x-amz-sdk-checksum-algorithm", value: "SHA256")
         request.headers.add(name: "x-amz-checksum-sha256", value: checksum)
-        request.body = .stream(handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)), length: .known(Int64(range.count)))
+        // Checked as it goes: a part changed since it was hashed is cut short, never stored.
+        let chunks = VerifiedChunks(
+            chunks: handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)), job: job, part: (number, Int64(range.count), payloadHash)
+        )
+        request.body = .stream(chunks, length: .known(Int64(range.count)))
         let etag = try await execute(&request, payloadHash: payloadHash, what: "UploadPart", etag: true)
         return MultipartProgress.Part(etag: etag, checksum: checksum)
     }
 
     /// Completes the upload with every part; the store's answer must name the object, and its
     /// checksum, when it gives one, must be the parts' (`BASE64-N`, the SHA-256 of their digests).
-    private func complete(_ uploadID: String, parts: [(Int, MultipartProgress.Part)], digests: [SHA256Digest]) async throws {
+    private func complete(_ uploadID: String, parts: [(Int, MultipartProgress.Part)]) async throws {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for (number, part) in parts {
             xml += "<Part><PartNumber>\(number)</PartNumber><ETag>\(S3XML.escaped(part.etag))</ETag><ChecksumSHA256>\(part.checksum)</ChecksumSHA256></Part>"
@@ -234,8 +240,8 @@ struct MultipartUpload: Sendable {
         }
         if let checksum = S3XML.element("ChecksumSHA256", in: answer) {
             var combined = SHA256()
-            for digest in digests { combined.update(data: Data(digest)) }
-            let expected = Data(combined.finalize()).base64EncodedString() + "-\(digests.count)"
+            for (_, part) in parts { combined.update(data: Data(base64Encoded: part.checksum) ?? Data()) }
+            let expected = Data(combined.finalize()).base64EncodedString() + "-\(parts.count)"
             guard checksum == expected else { throw receiptMissing(answer, expected: "the checksum \(expected)", method: "POST") }
         }
     }
@@ -251,7 +257,11 @@ struct MultipartUpload: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
         } catch let failure as OutboxFileFailure {
+            // The file, read as the part was sent, is shorter than it was: not the request's fault.
             throw failure
+        } catch let stopped as JobStopped {
+            // A part no longer what was hashed: the request was cut short.
+            throw stopped
         } catch {
             throw HTTPFailure(classifying: error, method: method, url: target)
         }

@@ -318,6 +318,12 @@ struct OutboxFileFailure: CategorizedError {
         JobStopped(evaluation: .cancel, reason: .superseded, failure: replaced(job, "its content (SHA-256 \(sha256.prefix(12)))"))
     }
 
+    /// A file sent in parts whose part `number` is no longer what it was when it was hashed:
+    /// the upload is not completed, and the new content is a job of its own.
+    static func replaced(_ job: OutboxFile, part number: Int) -> JobStopped {
+        JobStopped(evaluation: .cancel, reason: .superseded, failure: replaced(job, "what it holds since part \(number) was hashed"))
+    }
+
     /// The failure a job gives up with when its file was written again with other content
     /// (`now`: what the file holds now).
     static func replaced(_ job: OutboxFile, _ now: String) -> Failure {
