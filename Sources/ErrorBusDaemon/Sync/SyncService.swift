@@ -593,7 +593,9 @@ actor SyncService: Service, ParkedJobSource {
             default:
                 try store.markQueued(job.id, lastError: stopped.description)
             }
-            if [.deadLettered, .discarded, .cancelledByOperator, .superseded].contains(stopped.reason) {
+            // Only a file large enough to go in parts may have left an upload in the store.
+            if [.deadLettered, .discarded, .cancelledByOperator, .superseded].contains(stopped.reason),
+               let parts = settings.upload.parts, job.size > parts.above {
                 uploadsAbandoned = true
                 wake.yield()
             }
