@@ -359,7 +359,7 @@ struct DaemonIntegrationTests {
         // Slow answers keep uploads in flight when the signal comes.
         try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":1500}"#)
         for number in 0..<20 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
-        _ = await sandbox.process.standardError.wait(for: "fault")
+        #expect(await sandbox.process.standardError.wait(for: "sandbox.fault="))
         let stopped = try await daemon.stop()
         #expect(stopped.status == 0)
         #expect(stopped.standardError.contains("sync stopped"))
@@ -443,7 +443,8 @@ struct DaemonIntegrationTests {
         // Slower than the drain timeout, quicker than the request timeout (5 s).
         try await sandbox.fault(#"{"route":"items","mode":"slow","delayMs":4000}"#)
         for number in 0..<5 { try daemon.drop("item-\(number).bin", content: Self.content(number)) }
-        _ = await sandbox.process.standardError.wait(for: "fault", count: 5)
+        // One `sandbox.fault=` per request held (the word "fault" alone is in each line twice).
+        #expect(await sandbox.process.standardError.wait(for: "sandbox.fault=", count: 5))
         let stopped = try await daemon.stop()
         #expect(stopped.status == 0, "\(stopped.standardError)")
         #expect(stopped.standardError.contains("5 uploads still under way when shutdown.drain-timeout (200 ms) ran out: queued again"), "\(stopped.standardError)")
