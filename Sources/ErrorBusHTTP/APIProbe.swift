@@ -74,20 +74,25 @@ public struct APIProbe: ReachabilityProbe {
     /// Signs the probe's request as the API's other requests are (AWS Signature Version 4 for
     /// object storage); `nil` sends it unsigned.
     public var signRequest: (@Sendable (inout HTTPClientRequest) async -> Void)?
-    private let client: HTTPClient
+    private let client: RoutedHTTPClient
     private let localChecks: [String: LocalCheck]
     private let logger: Logger
 
     /// - Parameters:
     ///   - configuration: the API's base URL and probe.
-    ///   - client: a shared client that does not follow redirects.
+    ///   - client: shared clients that do not follow redirects, routed through the proxy if any.
     ///   - localChecks: checks by service name, for `fatal` scopes.
     ///   - logger: where probe results are logged (debug).
-    public init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
+    public init(configuration: Configuration, client: RoutedHTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
         self.configuration = configuration
         self.client = client
         self.localChecks = localChecks
         self.logger = logger
+    }
+
+    /// A probe whose requests go through `client`, direct.
+    public init(configuration: Configuration, client: HTTPClient, localChecks: [String: LocalCheck] = [:], logger: Logger) {
+        self.init(configuration: configuration, client: RoutedHTTPClient(client), localChecks: localChecks, logger: logger)
     }
 
     /// Whether `scope` answers again, as the bus asks for an incident of `kind`: a `GET` of the

@@ -38,17 +38,6 @@ extension HTTPClient {
         overrides: [ClassificationOverride] = [],
         logger: Logger? = nil
     ) async throws(HTTPFailure) -> AcceptedResponse {
-        let method = request.method.rawValue
-        let url = request.url
-        let response: HTTPClientResponse
-        do {
-            response = try await execute(request, deadline: deadline, logger: logger)
-        } catch {
-            throw HTTPFailure(classifying: error, method: method, url: url)
-        }
-        guard accepted.contains(where: { $0.code == response.status.code }) else {
-            throw await HTTPFailure.classifying(response, method: method, url: url, deadline: deadline).overridden(by: overrides)
-        }
-        return AcceptedResponse(response: response, method: method, url: url, deadline: deadline)
+        try await RoutedHTTPClient(self).execute(request, accepting: accepted, deadline: deadline, overrides: overrides, logger: logger)
     }
 }

@@ -25,6 +25,7 @@ extension HTTPFailure {
     /// | the server's alert about the client certificate (required, bad, unknown CA, expired…) | unauthenticated | `clientCertificateRefused` |
     /// | other TLS handshake failure, TLS handshake timeout | unreachable | `tlsFailure`, `tlsHandshakeTimeout` |
     /// | a proxy refuses or fails (`proxyAuthenticationRequired`, `invalidProxyResponse`, proxy handshake timeouts) | unreachable | `proxyFailure` |
+    /// | a ``ProxiedRequestError`` (``RoutedHTTPClient``) | see ``init(_:method:url:)`` | the proxy's |
     /// | redirect loop or limit (a client that follows redirects) | unreachable | `captivePortal` |
     /// | TLS files unusable (CA, certificate or key not found or not loadable) | fatal | `tlsConfiguration` |
     /// | URL unusable (`invalidURL`, `emptyHost`, `emptyScheme`, `unsupportedScheme`) | fatal | `invalidURL` |
@@ -50,6 +51,10 @@ extension HTTPFailure {
             return
         }
         let target = RequestTarget(url: url)
+        if let proxied = error as? ProxiedRequestError {
+            self.init(proxied, method: method, url: url)
+            return
+        }
         let diagnosis = Diagnosis(error, target: target, request: "\(method) \(target.pathAndQuery)")
         self.init(
             category: diagnosis.category,
@@ -482,5 +487,88 @@ private struct Diagnosis {
             title: "Request cancelled",
             message: "\(request) was cancelled before it finished (the daemon is stopping, or the job was cancelled)."
         )
+    }
+}
+
+// MARK: - Proxies
+
+extension HTTPFailure {
+    /// A request that failed at its proxy (``ProxiedRequestError``), told as the proxy's:
+    ///
+    /// | step | category | cause | scope |
+    /// |---|---|---|---|
+    /// | connecting to the proxy | unreachable | `proxyUnreachable` | the proxy's origin |
+    /// | `407` | unauthenticated | `proxyAuthenticationRequired` | the realm |
+    /// | `CONNECT` refused (`403`, any `4xx`) | unreachable | `proxyRefused` | the request's origin |
+    /// | the proxy cannot reach the server (`502`, `503`, `504`) | unreachable | `proxyBadGateway` | the request's origin |
+    /// | a `CONNECT` answer it would not say | unreachable | `proxyFailure` | the request's origin |
+    ///
+    /// A proxy that refuses a host waits like a server that cannot be reached: the probe goes
+    /// through the same proxy, so the work resumes once the proxy lets it through.
+    init(_ proxied: ProxiedRequestError, method: String, url: String) {
+        let target = RequestTarget(url: url)
+        let request = "\(method) \(target.pathAndQuery)"
+        let proxy = proxied.proxy
+        let category: ErrorCategory
+        let cause: String
+        let title: String
+        let message: String
+        var next: String?
+        switch proxied.step {
+        case .connect:
+            let reason = Diagnosis(proxied.underlying, target: RequestTarget(url: proxy.origin), request: "CONNECT \(target.authority)")
+            category = .unreachable
+            cause = "proxyUnreachable"
+            title = "Proxy not answering"
+            let why = switch reason.cause {
+            case "connectionRefused": "nothing accepts connections at \(proxy.authority) (connection refused)"
+            case "connectTimeout": "connecting to \(proxy.authority) timed out"
+            default: reason.message
+            }
+            message = "\(request) to \(target.authority) goes through the proxy \(proxy.origin), which cannot be reached: \(why)."
+            next = "Work for every server behind the proxy waits, and resumes once a probe gets through it. Start the proxy, or fix api.proxy (or https_proxy) if it moved."
+        case .signIn:
+            category = .unauthenticated
+            cause = "proxyAuthenticationRequired"
+            title = "Proxy sign-in refused"
+            if let user = proxy.user {
+                message = "The proxy \(proxy.origin) refused the sign-in of \(user) (407 Proxy Authentication Required) for \(request) to \(target.authority)."
+                next = "Fix the proxy's password (\(proxy.credential)), or api.proxy-user, then restart errorbusd (systemctl restart errorbusd); work waits until then."
+            } else {
+                message = "The proxy \(proxy.origin) asks for a sign-in (407 Proxy Authentication Required) for \(request) to \(target.authority), and errorbusd has none for it."
+                next = "Set api.proxy-user and the proxy's password (the credential proxy-password, or api.proxy-password-file), then restart errorbusd; work waits until then."
+            }
+        case .tunnel(let status?) where (400..<500).contains(status):
+            category = .unreachable
+            cause = "proxyRefused"
+            title = "Proxy refuses the API"
+            message = "The proxy \(proxy.origin) refuses to connect to \(target.authority) (\(HTTPResponseStatus(statusCode: status))): its rules do not let this host through."
+            next = "Ask the proxy's administrator to allow CONNECT to \(target.authority), or list \(target.host) in api.no-proxy if this host reaches it directly. Work waits, and resumes once a probe gets through."
+        case .tunnel(let status?) where status >= 500:
+            category = .unreachable
+            cause = "proxyBadGateway"
+            title = "API not reachable from the proxy"
+            message = "The proxy \(proxy.origin) could not connect to \(target.authority) for \(request) (\(HTTPResponseStatus(statusCode: status))): the API is down, or the proxy cannot reach it."
+            next = "Work waits, and resumes once a probe gets through the proxy to the API."
+        case .tunnel:
+            category = .unreachable
+            cause = "proxyFailure"
+            title = "Proxy in the way"
+            message = "The proxy \(proxy.origin) did not open a connection to \(target.authority) for \(request)."
+            next = "Work waits, and resumes once a probe gets through the proxy to the API."
+        }
+        self.init(
+            category: category,
+            cause: cause,
+            method: method,
+            url: url,
+            text: OperatorText(title: title, message: message, next: next),
+            underlying: proxied.underlying
+        )
+        if proxied.step == .connect {
+            // Every server behind an unreachable proxy is one incident: the proxy's.
+            origin = proxy.origin
+            host = proxy.host
+        }
     }
 }

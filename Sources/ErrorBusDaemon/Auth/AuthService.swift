@@ -79,7 +79,7 @@ actor AuthService: Authenticator, Service {
     }
 
     private var settings: Settings
-    private let http: HTTPClient
+    private let http: RoutedHTTPClient
     private let bus: ErrorBus
     private let logger: Logger
     private let clock: Timeline
@@ -95,7 +95,7 @@ actor AuthService: Authenticator, Service {
     private let (renewals, renewed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
     /// - Parameter clock: What the token's lifetime and its refresh are timed by.
-    init(settings: Settings, http: HTTPClient, bus: ErrorBus, clock: some Clock<Duration> = ContinuousClock(), logger: Logger) {
+    init(settings: Settings, http: RoutedHTTPClient, bus: ErrorBus, clock: some Clock<Duration> = ContinuousClock(), logger: Logger) {
         self.clock = Timeline(clock)
         self.settings = settings
         self.http = http
@@ -202,6 +202,10 @@ actor AuthService: Authenticator, Service {
     /// static credential, which asking again cannot change, the operator's task.
     func reauthenticate(realm: String) async -> ReauthenticationResult {
         let host = settings.host
+        // Behind a proxy that refuses errorbusd's sign-in, no sign-in to the API gets through.
+        if let refused = await http.proxyRefusesSignIn(to: settings.tokenURL) {
+            return .rejected(refused.operatorText)
+        }
         switch settings.method {
         case .oauth2ClientCredentials:
             token = nil
@@ -320,6 +324,9 @@ actor AuthService: Authenticator, Service {
     private func fetch(_ settings: Settings) async -> Attempt {
         do {
             return .token(try await Self.requestToken(settings, http: http, clock: clock))
+        } catch let failure as HTTPFailure where failure.cause == "proxyAuthenticationRequired" {
+            // The proxy's sign-in, not the client's: the incident is the proxy's.
+            return .unavailable(failure, reason: failure.operatorText.message)
         } catch let failure as HTTPFailure where [.unauthenticated, .invalid].contains(failure.category.kind) {
             // 400 invalid_client, 401: the endpoint refused the client itself.
             return .rejected(OperatorText(
@@ -335,7 +342,7 @@ actor AuthService: Authenticator, Service {
     }
 
     /// `POST` to the token endpoint with HTTP Basic client authentication (RFC 6749 §2.3.1).
-    private static func requestToken(_ settings: Settings, http: HTTPClient, clock: Timeline) async throws -> Token {
+    private static func requestToken(_ settings: Settings, http: RoutedHTTPClient, clock: Timeline) async throws -> Token {
         var request = HTTPClientRequest(url: settings.tokenURL)
         request.method = .POST
         let credentials = Data("\(formEncoded(settings.clientID)):\(formEncoded(settings.secret))".utf8).base64EncodedString()

@@ -33,6 +33,21 @@ extension DaemonConfiguration {
         /// (``ClassificationOverride``). Default none.
         package var classify: [ClassificationOverride]
 
+        /// `api.proxy`: the HTTP proxy every request goes through (`http://HOST[:PORT]`), `nil`
+        /// for the environment's (`https_proxy`, `http_proxy`, as curl reads them). Default none.
+        package var proxy: String?
+        /// `api.proxy-user`: the user the proxy's sign-in is for. Default none.
+        package var proxyUser: String?
+        /// `api.proxy-password-file`: a file holding the proxy's password; without it, the
+        /// credential `proxy-password`. Default none.
+        package var proxyPasswordFile: String?
+        /// `api.no-proxy`: hosts reached without the proxy, as `no_proxy` lists them. Default none.
+        package var noProxy: [String]
+        /// Which proxy each request goes through: `api.proxy` with its sign-in and `api.no-proxy`,
+        /// or the environment's; set by ``DaemonConfiguration/load(file:environment:credentialSource:)``.
+        /// Default direct.
+        package var routes: ProxyRoutes = .direct
+
         /// What `api.probe-url` was set to; `nil` derives it from ``baseURL``.
         package private(set) var configuredProbeURL: String?
 
@@ -63,7 +78,11 @@ extension DaemonConfiguration {
             connectTimeout: Duration = .seconds(5),
             requestTimeout: Duration = .seconds(30),
             caFile: String? = nil,
-            classify: [ClassificationOverride] = []
+            classify: [ClassificationOverride] = [],
+            proxy: String? = nil,
+            proxyUser: String? = nil,
+            proxyPasswordFile: String? = nil,
+            noProxy: [String] = []
         ) {
             self.baseURL = baseURL
             self.tokenPath = tokenPath
@@ -75,6 +94,10 @@ extension DaemonConfiguration {
             self.requestTimeout = requestTimeout
             self.caFile = caFile
             self.classify = classify
+            self.proxy = proxy
+            self.proxyUser = proxyUser
+            self.proxyPasswordFile = proxyPasswordFile
+            self.noProxy = noProxy
         }
     }
 }
@@ -92,5 +115,10 @@ extension DaemonConfiguration.API: Equatable {
             && lhs.requestTimeout == rhs.requestTimeout
             && lhs.caFile == rhs.caFile
             && lhs.classify == rhs.classify
+            && lhs.proxy == rhs.proxy
+            && lhs.proxyUser == rhs.proxyUser
+            && lhs.proxyPasswordFile == rhs.proxyPasswordFile
+            && lhs.noProxy == rhs.noProxy
+            && lhs.routes == rhs.routes
     }
 }

@@ -57,6 +57,43 @@ extension DaemonConfiguration {
             }
         }
         try auth.readSecrets(credentials)
+        try api.readRoutes(environment: environment, credentials: credentials)
+    }
+}
+
+extension DaemonConfiguration.API {
+    /// Sets ``routes``: `api.proxy`, else the environment's proxies, with the sign-in of
+    /// `api.proxy-user` (its password read from its file or credential only when a proxy is
+    /// there to sign in to); and `api.no-proxy`.
+    mutating func readRoutes(environment: [String: String], credentials: CredentialReader) throws(ConfigurationError) {
+        do {
+            if let proxy {
+                routes = ProxyRoutes(try HTTPProxy(url: proxy, credential: ""), bypass: NoProxy(noProxy))
+            } else {
+                routes = try ProxyRoutes(environment: environment)
+                routes.bypass = NoProxy(routes.bypass.entries + noProxy)
+            }
+        } catch {
+            throw ConfigurationError(key: "api.proxy", reason: proxy == nil ? "empty, so the environment's proxy is used, and \(error)" : error.description)
+        }
+        guard let user = proxyUser, !routes.isDirect else { return }
+        let (secret, source) = try credentials.read(
+            file: proxyPasswordFile,
+            fileKey: "api.proxy-password-file",
+            credential: "proxy-password",
+            credentialKey: "api.proxy-user",
+            what: "proxy password"
+        )
+        let credential = switch source {
+        case .file(let path): "api.proxy-password-file, \(path)"
+        case .credential(let name, _), .credentialSource(let name, _): "the credential \(name), \(DaemonConfiguration.Auth.credentialFile(name)) for errorbusd.service"
+        case .given: "the proxy password"
+        }
+        for path in [\ProxyRoutes.https, \ProxyRoutes.http] where routes[keyPath: path] != nil {
+            routes[keyPath: path]?.user = user
+            routes[keyPath: path]?.password = secret.value
+            routes[keyPath: path]?.credential = credential
+        }
     }
 }
 
@@ -82,6 +119,28 @@ extension ValueType where Value == String {
                 throw ConfigurationError(key: key, reason: "expected a URL without user:password@; credentials belong in auth.*")
             }
             return text.hasSuffix("/") ? String(text.dropLast()) : text
+        } format: { $0 }
+    }
+
+    /// An HTTP proxy's URL, `http://HOST[:PORT]`, without a sign-in (that is a credential).
+    static var proxyURL: Self {
+        .scalar("URL") { text, key throws(ConfigurationError) in
+            do {
+                let proxy = try HTTPProxy(url: text, credential: "")
+                guard proxy.user == nil else {
+                    throw ConfigurationError(
+                        key: key,
+                        reason: "expected a URL without user:password@: set api.proxy-user, and the password in api.proxy-password-file or the credential proxy-password"
+                    )
+                }
+            } catch let error as InvalidProxyURL {
+                throw ConfigurationError(key: key, reason: error.description)
+            } catch let error as ConfigurationError {
+                throw error
+            } catch {
+                throw ConfigurationError(key: key, reason: "\(error)")
+            }
+            return text
         } format: { $0 }
     }
 
@@ -134,6 +193,18 @@ extension ValueType where Value == DaemonConfiguration.Metrics.ListenAddress {
 }
 
 // MARK: - Value types of lists
+
+extension ValueType where Value == [String] {
+    /// `api.no-proxy`: hosts, addresses, networks, as `no_proxy` lists them.
+    static var noProxy: Self {
+        .list("list of hosts") { entries, key throws(ConfigurationError) in
+            for entry in entries where entry.isEmpty || entry.contains(where: { $0.isWhitespace || $0 == "," }) {
+                throw ConfigurationError(key: key, reason: "expected one host, address or ADDRESS/BITS per item, got \"\(entry)\"")
+            }
+            return entries
+        } format: { $0 }
+    }
+}
 
 extension ValueType where Value == [ClassificationOverride] {
     /// `api.classify`: ``ClassificationOverride``s, none twice.

@@ -60,7 +60,32 @@ extension DaemonConfiguration.API {
                     - 422=permanent
                 errorbusctl status lists the rules in force.
                 """),
-        ]
+            .init("proxy", \.proxy, ValueType.proxyURL.orNone, restart: true, default: "empty (https_proxy, http_proxy)", value: "", """
+                An HTTP proxy every request goes through, http://HOST[:PORT] (http://proxy.example.net:3128): \
+                uploads, tokens, resources and probes, https through CONNECT. Its sign-in is proxy-user and a \
+                password, never in this URL. Empty: the environment's https_proxy (or HTTPS_PROXY), http_proxy, \
+                all_proxy and no_proxy, as curl reads them; a unit sets them with Environment= in a drop-in \
+                (systemctl edit errorbusd).
+                """),
+            .init("proxy-user", \.proxyUser, ValueType.anyText.orNone, restart: true, """
+                The user the proxy's sign-in (Basic) is for, api.proxy's or the environment's; its password is read \
+                from proxy-password-file, else the credential "proxy-password" (LoadCredential=proxy-password:PATH).
+                """),
+            .init("proxy-password-file", \.proxyPasswordFile, ValueType.absolutePath.orNone, restart: true, example: "/etc/errorbusd/proxy-password", """
+                A file holding the proxy's password (trailing newline ignored), readable only by errorbusd.
+                """),
+            .init("no-proxy", \.noProxy, .noProxy, restart: true, """
+                Hosts reached without the proxy, as no_proxy lists them: a name (also every name under it), an \
+                address, ADDRESS/BITS, or * for all. With proxy empty, added to the environment's no_proxy.
+                """),
+        ],
+        validate: { _, api throws(ConfigurationError) in
+            guard let user = api.proxyUser else { return }
+            // RFC 7617 §2: the user-id cannot contain a colon.
+            guard !user.isEmpty, !user.contains(":"), !user.contains(where: \.isNewline) else {
+                throw ConfigurationError(key: "api.proxy-user", reason: "expected a user name without ':' or a line break, got \"\(user)\"")
+            }
+        }
     )
 }
 

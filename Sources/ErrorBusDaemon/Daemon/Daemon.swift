@@ -74,7 +74,7 @@ package struct Daemon: Sendable {
         guard let (store, lastIncident) = try await wait.untilOpen({ try await self.openStore() }) else { return }
         var busConfiguration = configuration.bus
         busConfiguration.firstIncidentID = (lastIncident ?? 0) + 1
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpConfiguration(configuration))
+        let http = RoutedHTTPClient(configuration: Self.httpConfiguration(configuration), routes: configuration.api.routes)
         do {
             let bus = ErrorBus(configuration: busConfiguration, logger: logger)
             let auth = AuthService(settings: .init(configuration), http: http, bus: bus, logger: logger)
@@ -285,7 +285,7 @@ package struct Daemon: Sendable {
     /// What the reachability gate asks: the API's probe URL, or, for object storage
     /// (`aws-sigv4`), a signed `HEAD` of the bucket (the probe URL if set, else the base URL);
     /// for a paused sync, the local check.
-    static func probe(_ configuration: DaemonConfiguration, http: HTTPClient, auth: AuthService, logger: Logger) -> APIProbe {
+    static func probe(_ configuration: DaemonConfiguration, http: RoutedHTTPClient, auth: AuthService, logger: Logger) -> APIProbe {
         let api = configuration.api
         let objectStore = configuration.auth.method == .awsSigV4
         var settings = APIProbe.Configuration(

@@ -63,7 +63,7 @@ actor LoaderService: Service {
     private let store: JobStore
     private let bus: ErrorBus
     private let auth: AuthService
-    private let http: HTTPClient
+    private let http: RoutedHTTPClient
     private let logger: Logger
     private let clock: Timeline
     private(set) var states: [String: ResourceState] = [:]
@@ -77,7 +77,7 @@ actor LoaderService: Service {
         store: JobStore,
         bus: ErrorBus,
         auth: AuthService,
-        http: HTTPClient,
+        http: RoutedHTTPClient,
         clock: some Clock<Duration> = ContinuousClock(),
         logger: Logger
     ) {
@@ -196,7 +196,7 @@ actor LoaderService: Service {
         to path: String,
         validators: ResourceValidators?,
         settings: Settings,
-        http: HTTPClient,
+        http: RoutedHTTPClient,
         auth: AuthService
     ) async throws -> Fetch {
         let (name, url) = (resource.name, resource.url)

@@ -22,7 +22,7 @@ import _NIOFileSystem
 /// held in memory but a chunk per part on the way. A store that forgot the upload
 /// (`NoSuchUpload`) gets a new one.
 struct MultipartUpload: Sendable {
-    let http: HTTPClient
+    let http: RoutedHTTPClient
     let signer: AWSSignatureV4
     let store: JobStore
     let job: OutboxFile
@@ -300,7 +300,7 @@ struct MultipartUpload: Sendable {
     /// Aborts multipart upload `uploadID` of `url`: the store drops its parts. Best effort: a
     /// store that cannot be reached keeps them until its own lifecycle rules do.
     @discardableResult
-    static func abort(_ uploadID: String, url: String, http: HTTPClient, signer: AWSSignatureV4, timeout: Duration = .seconds(30)) async -> Bool {
+    static func abort(_ uploadID: String, url: String, http: RoutedHTTPClient, signer: AWSSignatureV4, timeout: Duration = .seconds(30)) async -> Bool {
         var request = HTTPClientRequest(url: url + "?uploadId=" + AWSSignatureV4.encoded(uploadID))
         request.method = .DELETE
         signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)

@@ -111,7 +111,7 @@ actor SyncService: Service, ParkedJobSource {
     private let wake: AsyncStream<Void>.Continuation
 
     /// The service errorbusd runs: real uploads over `http`, on the continuous clock.
-    init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: HTTPClient, logger: Logger) {
+    init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: RoutedHTTPClient, logger: Logger) {
         self.init(settings: settings, store: store, bus: bus, clock: ContinuousClock(), logger: logger) { settings in
             Uploader(http: http, auth: auth, bus: bus, store: store, settings: settings, logger: logger)
         }

@@ -38,7 +38,7 @@ extension Uploading {
 /// (``ErrorBus/quota(remaining:reset:for:)``), which spreads what remains over the time left and,
 /// once nothing remains, holds the uploads until the reset, told as an incident.
 final class Uploader: Uploading {
-    let http: HTTPClient
+    let http: RoutedHTTPClient
     let auth: AuthService
     let bus: ErrorBus
     /// Where a large file's upload in parts records how far it got.
@@ -51,7 +51,7 @@ final class Uploader: Uploading {
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
 
-    init(http: HTTPClient, auth: AuthService, bus: ErrorBus, store: JobStore?, settings: SyncService.Settings, logger: Logger) {
+    init(http: RoutedHTTPClient, auth: AuthService, bus: ErrorBus, store: JobStore?, settings: SyncService.Settings, logger: Logger) {
         self.http = http
         self.auth = auth
         self.bus = bus

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusHTTP
 @testable import ErrorBusDaemon
 import ErrorBusTesting
 import Foundation
@@ -37,7 +38,7 @@ struct AWSSigV4AuthTests {
         try "token-1\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
         let auth = AuthService(
             settings: Self.settings(secretFile: secretFile, tokenFile: tokenFile, token: "token-1"),
-            http: HTTPClient.shared, bus: ErrorBus(clock: ManualClock(), logger: Self.logger), logger: Self.logger
+            http: RoutedHTTPClient(.shared), bus: ErrorBus(clock: ManualClock(), logger: Self.logger), logger: Self.logger
         )
         // Nothing new in the files: an operator's task, naming what to fix.
         guard case .rejected(let text) = await auth.reauthenticate(realm: "api") else {
@@ -62,7 +63,7 @@ struct AWSSigV4AuthTests {
     @Test func aKeyFromACredentialIsNotReadAgain() async throws {
         let auth = AuthService(
             settings: Self.settings(secretFile: nil, tokenFile: nil, token: nil),
-            http: HTTPClient.shared, bus: ErrorBus(clock: ManualClock(), logger: Self.logger), logger: Self.logger
+            http: RoutedHTTPClient(.shared), bus: ErrorBus(clock: ManualClock(), logger: Self.logger), logger: Self.logger
         )
         guard case .rejected = await auth.reauthenticate(realm: "api") else {
             Issue.record("a credential systemd copied at start cannot change")

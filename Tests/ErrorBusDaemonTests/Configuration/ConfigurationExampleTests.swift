@@ -76,7 +76,7 @@ import Testing
         let text = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
         let outline = try ConfigurationFileOutline(parsing: text, file: Self.examplePath)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let secretFiles = DaemonConfiguration.Auth.SecretKind.allCases.map(\.fileKey)
+        let secretFiles = DaemonConfiguration.Auth.SecretKind.allCases.map(\.fileKey) + ["api.proxy-password-file"]
 
         for (key, _) in ConfigurationKeys.all where !secretFiles.contains(key) {
             let line = try #require(outline.line(of: key), "\(key) is missing from the example")
@@ -84,7 +84,7 @@ import Testing
         }
         for key in secretFiles {
             #expect(!outline.contains(key))
-            let name = key.dropFirst("auth.".count)
+            let name = key.drop { $0 != "." }.dropFirst()
             #expect(text.contains("\n  # \(name): /etc/errorbusd/"), "\(key) is not shown commented out")
         }
     }

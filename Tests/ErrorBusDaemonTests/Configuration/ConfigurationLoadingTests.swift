@@ -1,6 +1,7 @@
 import Configuration
 import ErrorBus
 import ErrorBusDaemon
+import ErrorBusHTTP
 import Logging
 import Testing
 
@@ -160,6 +161,36 @@ import Testing
             api.baseURL = "https://b.example.net"
             #expect(api.probeURL == "https://b.example.net/healthz")
             #expect(api == DaemonConfiguration.API(baseURL: "https://b.example.net", probeURL: "https://b.example.net/healthz"))
+        }
+    }
+
+    /// `api.proxy` signs in with a password from its file or credential, never the YAML; unset,
+    /// the environment's proxies are taken, with `api.no-proxy` added to theirs.
+    @Test func theProxyAndItsSignInComeFromTheirKeysOrTheEnvironment() async throws {
+        try await ConfigurationFixture.with { fixture in
+            let passwordFile = try fixture.write("proxy-password", "pw from file\n")
+            let yaml = "api:\n  proxy: http://proxy.corp:8080\n  proxy-user: fleet\n  proxy-password-file: \(passwordFile)\n  no-proxy: [.internal]\n"
+            let configuration = try await fixture.load(yaml)
+            let proxy = try #require(configuration.api.routes.proxy(for: "https://api.example.com/v1"))
+            #expect(proxy.origin == "http://proxy.corp:8080" && proxy.user == "fleet" && proxy.password == "pw from file")
+            #expect(proxy.credential.contains(passwordFile))
+            #expect(configuration.api.routes.proxy(for: "https://files.internal/") == nil)
+
+            _ = try fixture.credentials(secret: "pw from credential\n", name: "proxy-password")
+            let credential = try await fixture.load("api:\n  proxy: http://proxy.corp:8080\n  proxy-user: fleet\n")
+            #expect(credential.api.routes.https?.password == "pw from credential")
+            #expect(credential.api.routes.https?.credential.contains("the credential proxy-password") == true)
+
+            let environment = try await fixture.load(
+                "api:\n  no-proxy: [files.internal]\n",
+                environment: ["https_proxy": "http://envproxy:3128", "no_proxy": "localhost"]
+            )
+            #expect(environment.api.routes.proxy(for: "https://api.example.com/")?.host == "envproxy")
+            #expect(environment.api.routes.proxy(for: "https://localhost/") == nil && environment.api.routes.proxy(for: "https://files.internal/") == nil)
+            #expect(try await fixture.load("").api.routes.isDirect)
+
+            let bad = try #require(try await fixture.loadError("", environment: ["https_proxy": "socks5://p:1080"]))
+            #expect(bad.description.contains("api.proxy: empty, so the environment's proxy is used, and https_proxy: only an http:// proxy"), "\(bad)")
         }
     }
 

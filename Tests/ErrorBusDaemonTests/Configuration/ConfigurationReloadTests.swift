@@ -12,6 +12,10 @@ import Testing
     static let changes: [String: String] = [
         "api.connect-timeout": "6s",
         "api.ca-file": "/etc/ssl/extra.pem",
+        "api.proxy": "http://proxy.example.net:3128",
+        "api.proxy-user": "fleet",
+        "api.proxy-password-file": "/etc/errorbusd/proxy-password",
+        "api.no-proxy": "[.internal]",
         "auth.client-certificate-file": "/etc/errorbusd/other.crt",
         "auth.client-key-file": "/etc/errorbusd/other.key",
         "sync.outbox": "/srv/outbox",

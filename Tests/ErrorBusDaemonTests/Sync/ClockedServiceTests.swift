@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ErrorBus
+import ErrorBusHTTP
 import ErrorBusTesting
 import Foundation
 import InMemoryLogging
@@ -27,7 +28,7 @@ struct ClockedServiceTests {
                 refreshMargin: margin,
                 requestTimeout: .seconds(10)
             ),
-            http: sandbox.client,
+            http: RoutedHTTPClient(sandbox.client),
             bus: bus,
             clock: clock,
             logger: logger
@@ -96,7 +97,7 @@ struct ClockedServiceTests {
                     store: store,
                     bus: bus,
                     auth: auth,
-                    http: sandbox.client,
+                    http: RoutedHTTPClient(sandbox.client),
                     clock: clock,
                     logger: Self.logger
                 )
@@ -142,7 +143,7 @@ struct ClockedServiceTests {
                     store: store,
                     bus: bus,
                     auth: auth,
-                    http: sandbox.client,
+                    http: RoutedHTTPClient(sandbox.client),
                     clock: clock,
                     logger: Logger(label: "loader") { _ in logs }
                 )
