@@ -32,13 +32,16 @@ extension Control {
         public var scopes: [Scope]
         /// The corrections of `api.classify`, as `STATUS[ PROBLEM-TYPE]=CATEGORY`, in order.
         public var classify: [String]
+        /// `sync.bandwidth` and the rate in force; `nil` from an errorbusd before it.
+        public var bandwidth: Bandwidth?
 
         public init(
             version: String, startedAt: String, statusLine: String, running: Bool, services: [ServiceStatus],
             incidents: [Incident], waitingForBudget: Int, retryBudgetTokens: Double, unreadableFiles: [UnreadableFile] = [],
             health: Health = Health(status: .ok, summary: "", checks: []), backlog: Backlog = Backlog(files: 0, bytes: 0),
-            scopes: [Scope] = [], classify: [String] = []
+            scopes: [Scope] = [], classify: [String] = [], bandwidth: Bandwidth? = nil
         ) {
+            self.bandwidth = bandwidth
             self.health = health
             self.backlog = backlog
             self.scopes = scopes
@@ -145,6 +148,22 @@ extension Control {
             self.maxBytes = maxBytes
             self.overflow = overflow
             self.rejectedFiles = rejectedFiles
+        }
+    }
+
+    /// The rate upload bodies may take together (`sync.bandwidth`).
+    public struct Bandwidth: Codable, Sendable, Equatable, VarlinkNamedType {
+        /// The setting, as the configuration writes it: `off`, `512KiB/s`, or a timetable.
+        public var setting: String
+        /// The rate in force, in bytes per second; `nil`: no limit now.
+        public var bytesPerSecond: Int?
+        /// When the timetable changes the rate next; `nil`: never.
+        public var until: String?
+
+        public init(setting: String, bytesPerSecond: Int?, until: String?) {
+            self.setting = setting
+            self.bytesPerSecond = bytesPerSecond
+            self.until = until
         }
     }
 

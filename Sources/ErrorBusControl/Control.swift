@@ -205,6 +205,7 @@ public enum Control {
                     .type(HealthCheck.self, documentation: "One measure of delivery's health: oldest-job, parked, dead-letters (waiting for an\noperator), needs-operator, incident-age, not-delivering, refused or free-space\n(a problem at or below its levels)."),
                     .type(Backlog.self, documentation: "The files waiting for delivery (queued, uploading, or held by an incident), and\nthe limits of sync.backlog; apart, those left in the outbox for room\n(rejectedFiles) and those the store refused to queue (unqueued*)."),
                     .type(Scope.self, documentation: "One scope's adaptive concurrency: how many of its jobs may run at once, run,\nand wait."),
+                    .type(Bandwidth.self, documentation: "The rate upload bodies take together (sync.bandwidth): the setting, the rate in\nforce (bytes per second, none without a limit) and when a timetable changes it."),
                     .type(Incident.self, documentation: "An incident: one cause, its failures and the work it holds back."),
                     .type(Job.self, documentation: "A job of the store (an outbox file of sync)."),
                     .type(JobName.self, documentation: "A job by its id and what people call it (an outbox file's name, a resource's)."),

@@ -10,12 +10,14 @@ extension HTTPClient.Configuration {
     ///   runs out, so this is how long a refused or blackholed connection takes to be reported.
     /// - A read timeout, so a server gone silent mid-answer is noticed; bodies are further
     ///   bounded by ``AsyncHTTPClient/HTTPClientResponse/collectBody(upTo:deadline:method:url:)``.
+    /// - A write timeout, so a request body that stops moving (a server that no longer reads)
+    ///   is noticed, however long a body that moves takes.
     /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
     ///   must not expand past the limit unnoticed.
-    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
+    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30), writeTimeout: TimeAmount? = nil) -> Self {
         HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: connectTimeout, read: readTimeout),
+            timeout: .init(connect: connectTimeout, read: readTimeout, write: writeTimeout ?? readTimeout),
             decompression: .disabled
         )
     }

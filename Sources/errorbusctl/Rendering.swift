@@ -38,6 +38,11 @@ extension Output {
         lines.append("Status: \(status.statusLine)")
         lines.append("Health: \(paint(status.health.status.rawValue.uppercased(), tone(status.health.status))) - \(status.health.summary)")
         lines.append("Backlog: \(backlog(status.backlog))")
+        if let bandwidth = status.bandwidth, bandwidth.setting != "off" {
+            let rate = bandwidth.bytesPerSecond.map { Self.bytes($0) + "/s" } ?? "no limit"
+            let until = bandwidth.until.map { ", until \(relative($0))" } ?? ""
+            lines.append("Bandwidth: \(rate) now\(until) (sync.bandwidth \(bandwidth.setting))")
+        }
         if !status.classify.isEmpty {
             lines.append("api.classify: \(status.classify.joined(separator: ", "))")
         }

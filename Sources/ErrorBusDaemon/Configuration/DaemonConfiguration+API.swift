@@ -27,7 +27,8 @@ extension DaemonConfiguration {
         package var realm: String
         /// `api.connect-timeout`: how long a TCP (and TLS) connect may take. Default 5 s.
         package var connectTimeout: Duration
-        /// `api.request-timeout`: how long a whole request may take. Default 30 s.
+        /// `api.request-timeout`: how long a request may go without a byte moving, and how long one
+        /// without an upload's body may take in all. Default 30 s.
         package var requestTimeout: Duration
         /// `api.classify`: corrections of how this API's failed answers are classified, in order
         /// (``ClassificationOverride``). Default none.

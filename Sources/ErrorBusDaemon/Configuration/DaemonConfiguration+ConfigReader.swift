@@ -192,6 +192,18 @@ extension ValueType where Value == DaemonConfiguration.Metrics.ListenAddress {
     }
 }
 
+extension ValueType where Value == Bandwidth {
+    /// `sync.bandwidth`: a rate, `off`, or a timetable.
+    static var bandwidth: Self {
+        .scalar("rate or timetable") { text, key throws(ConfigurationError) in
+            switch Bandwidth.parse(text) {
+            case .success(let bandwidth): return bandwidth
+            case .failure(let error): throw ConfigurationError(key: key, reason: error.reason)
+            }
+        } format: { $0.description }
+    }
+}
+
 // MARK: - Value types of lists
 
 extension ValueType where Value == [String] {

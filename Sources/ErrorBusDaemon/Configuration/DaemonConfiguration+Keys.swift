@@ -45,7 +45,11 @@ extension DaemonConfiguration.API {
                 """),
             .init("realm", \.realm, .text, "The authentication realm: 401s from this API are one incident, healed by one login."),
             .init("connect-timeout", \.connectTimeout, .duration(.greaterThan(.zero)), restart: true, "How long connecting (TCP and TLS) may take."),
-            .init("request-timeout", \.requestTimeout, .duration(.greaterThan(.zero)), "How long one whole request may take."),
+            .init("request-timeout", \.requestTimeout, .duration(.greaterThan(.zero)), """
+                How long a request may go without a byte sent or received (its progress), and how long one without \
+                an upload's body may take in all. An upload takes as long as its file needs at the link's speed, or \
+                sync.bandwidth's, as long as its bytes move.
+                """),
             .init("ca-file", \.caFile, ValueType.absolutePath.orNone, restart: true, default: "empty (the system's only)", """
                 A PEM bundle of extra certificate authorities to trust for https, on top of the system's.
                 """),
@@ -322,6 +326,13 @@ extension DaemonConfiguration.Sync {
             .init("max-age", \.maxAge, ValueType.duration(.atLeast(.seconds(1))).orNone, """
                 A file queued longer ago than this is not uploaded but set aside as a dead letter, with the reason, at \
                 its next attempt: for an API that rejects old data (say 48h). Empty: no limit.
+                """),
+            .init("bandwidth", \.bandwidth, .bandwidth, default: "off (no limit)", value: "off", """
+                The rate upload bodies take, all uploads together, evenly (no burst of a second's bytes): a size per \
+                second (512KiB/s, 2MiB/s) or off; or a timetable of TIME,RATE by time of day (08:00,512KiB/s \
+                19:00,off) or by day of week (Mon-08:00,1MiB/s Sat-00:00,off), local time, each rate in force from its \
+                time until the next. Probes, sign-ins and resources never wait for it. A reload applies it to the \
+                uploads under way; errorbusctl status shows the rate in force.
                 """),
             .init("backlog.max-bytes", \.backlog.maxBytes, ValueType.size(.atLeast(1)).orNone, "At most this many bytes of files wait. Empty: no limit."),
             .init("backlog.max-files", \.backlog.maxFiles, ValueType.integer(.atLeast(1)).orNone, "At most this many files wait. Empty: no limit."),

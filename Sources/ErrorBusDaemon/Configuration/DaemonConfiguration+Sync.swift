@@ -26,6 +26,9 @@ extension DaemonConfiguration {
         /// `sync.max-age`: a job queued longer ago than this is set aside as a dead letter instead
         /// of being uploaded (an API that rejects old data), at its next attempt. Default none.
         package var maxAge: Duration?
+        /// `sync.bandwidth`: the rate upload bodies take together, or a timetable of rates.
+        /// Default no limit.
+        package var bandwidth: Bandwidth = .unlimited
         /// `sync.backlog.*`: how much may wait for delivery, and what happens beyond.
         package var backlog: Backlog
         /// `sync.dead-letters.*`: how many dead letters are kept, and for how long.

@@ -151,6 +151,7 @@ struct ControlService: Sendable {
             backlog: backlog,
             unqueued: sync.unqueued.summary,
             unreadableFiles: await sync.unreadableFiles.count,
+            bandwidth: sync.bandwidth.current.rate,
             services: Self.services
         ))
         return Control.MetricsExposition(text: metrics.emitToString())
@@ -231,8 +232,15 @@ struct ControlService: Sendable {
                 unqueuedReason: unqueued.files > 0 ? unqueued.reason : nil
             ),
             scopes: snapshot.concurrency.map { Control.Scope(scope: $0.scope, limit: $0.limit, inFlight: $0.inFlight, waiting: $0.waiting) },
-            classify: limits.classify.map(\.description)
+            classify: limits.classify.map(\.description),
+            bandwidth: Self.bandwidth(sync.bandwidth)
         )
+    }
+
+    /// `sync.bandwidth` as `GetStatus` tells it.
+    static func bandwidth(_ limiter: BandwidthLimiter) -> Control.Bandwidth {
+        let (rate, until) = limiter.current
+        return Control.Bandwidth(setting: limiter.bandwidth.description, bytesPerSecond: rate.map { Int($0) }, until: until.map(ControlTime.format))
     }
 
     /// A service's state from the open incidents that concern it: whether its work is delivered.

@@ -51,6 +51,7 @@ extension SyncService.Settings {
             requestTimeout: api.requestTimeout,
             classify: api.classify,
             maxAge: sync.maxAge,
+            bandwidth: sync.bandwidth,
             backlog: sync.backlog,
             deadLetters: sync.deadLetters,
             deliveredRetention: sync.deliveredRetention,

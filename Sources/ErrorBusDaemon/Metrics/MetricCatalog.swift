@@ -30,6 +30,7 @@ package enum MetricCatalog {
         .init(name: "errorbus_sync_backlog_bytes", kind: .gauge, help: "Bytes of the outbox files waiting for delivery (those the store could not queue included)."),
         .init(name: "errorbus_sync_backlog_oldest_age_seconds", kind: .gauge, help: "How long the oldest file waiting for delivery has waited; 0 when none waits."),
         .init(name: "errorbus_sync_unreadable_files", kind: .gauge, help: "Outbox files sync cannot read (permissions, a directory, a broken link)."),
+        .init(name: "errorbus_sync_bandwidth_limit_bytes_per_second", kind: .gauge, help: "The rate sync.bandwidth allows upload bodies now, all uploads together; 0 without a limit."),
         .init(name: "errorbus_sync_unqueued_files", kind: .gauge, help: "Outbox files the store could not queue (its disk full, read-only or failing); 0 once they are queued."),
         // What the host keeps and the bus holds.
         .init(name: "errorbus_jobs", kind: .gauge, help: "Jobs the host keeps, by service and state (queued, in_flight, parked, dead_lettered)."),

@@ -25,6 +25,8 @@ final class StateGauges: Sendable {
         /// The outbox files the store refused to queue: they wait as the backlog's do.
         var unqueued = UnqueuedFiles.Summary()
         var unreadableFiles: Int
+        /// The rate `sync.bandwidth` allows upload bodies now; `nil`: no limit.
+        var bandwidth: Int64? = nil
         var services: [String]
     }
 
@@ -39,6 +41,7 @@ final class StateGauges: Sendable {
         Gauge(label: "errorbus_sync_backlog_oldest_age_seconds").record(oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
         Gauge(label: "errorbus_sync_unreadable_files").record(state.unreadableFiles)
         Gauge(label: "errorbus_sync_unqueued_files").record(unqueued.files)
+        Gauge(label: "errorbus_sync_bandwidth_limit_bytes_per_second").record(state.bandwidth ?? 0)
         Gauge(label: "errorbus_retry_budget_tokens").record(snapshot.retryBudgetTokens)
 
         // Every job the host keeps, once, in its state in the store.

@@ -33,6 +33,8 @@ struct MultipartUpload: Sendable {
     let headers: [(name: String, value: String)]
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
+    /// Paces the parts' bodies with every other upload's.
+    let bandwidth: BandwidthLimiter?
     let logger: Logger
 
     /// Sends the file from `handle`, resuming where the store says it got.
@@ -212,7 +214,11 @@ struct MultipartUpload: Sendable {
         let chunks = VerifiedChunks(
             chunks: handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)), job: job, part: (number, Int64(range.count), payloadHash)
         )
-        request.body = .stream(chunks, length: .known(Int64(range.count)))
+        if let bandwidth {
+            request.body = .stream(bandwidth.pace(chunks), length: .known(Int64(range.count)))
+        } else {
+            request.body = .stream(chunks, length: .known(Int64(range.count)))
+        }
         let etag = try await execute(&request, payloadHash: payloadHash, what: "UploadPart", etag: true)
         return MultipartProgress.Part(etag: etag, checksum: checksum)
     }
@@ -252,10 +258,10 @@ struct MultipartUpload: Sendable {
         signer.sign(&request, payloadHash: payloadHash)
         let method = request.method.rawValue
         let target = request.url
-        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let response: HTTPClientResponse
         do {
-            response = try await http.execute(request, deadline: deadline)
+            // A part's body takes as long as the link needs; its progress bounds it.
+            response = try await http.execute(request, deadline: Uploader.progressOnly)
         } catch let failure as OutboxFileFailure {
             // The file, read as the part was sent, is shorter than it was: not the request's fault.
             throw failure
@@ -265,6 +271,7 @@ struct MultipartUpload: Sendable {
         } catch {
             throw HTTPFailure(classifying: error, method: method, url: target)
         }
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         guard (200...299).contains(Int(response.status.code)) else {
             throw await HTTPFailure.classifying(response, method: method, url: target, deadline: deadline).overridden(by: classify)
         }

@@ -42,6 +42,7 @@ actor SyncService: Service, ParkedJobSource {
         var requestTimeout: Duration
         var classify: [ClassificationOverride] = []
         var maxAge: Duration?
+        var bandwidth = Bandwidth.unlimited
         var backlog = DaemonConfiguration.Sync.Backlog()
         var deadLetters = DaemonConfiguration.Sync.DeadLetters()
         var deliveredRetention: Duration? = nil
@@ -101,6 +102,8 @@ actor SyncService: Service, ParkedJobSource {
     var retention = RetentionSchedule()
     /// `sync.max-age`, read by every attempt, parked ones included, so a reload applies to them.
     private let maxAge: AgeLimit
+    /// Paces upload bodies to `sync.bandwidth`, all uploads together.
+    let bandwidth: BandwidthLimiter
     /// Makes the uploader for the current settings; one uploader is shared by every job.
     private let makeUploader: @Sendable (Settings) -> any Uploading
     private var uploader: any Uploading
@@ -112,8 +115,9 @@ actor SyncService: Service, ParkedJobSource {
 
     /// The service errorbusd runs: real uploads over `http`, on the continuous clock.
     init(settings: Settings, store: JobStore, bus: ErrorBus, auth: AuthService, http: RoutedHTTPClient, logger: Logger) {
-        self.init(settings: settings, store: store, bus: bus, clock: ContinuousClock(), logger: logger) { settings in
-            Uploader(http: http, auth: auth, bus: bus, store: store, settings: settings, logger: logger)
+        let limiter = BandwidthLimiter(settings.bandwidth, clock: Timeline(ContinuousClock()))
+        self.init(settings: settings, store: store, bus: bus, clock: ContinuousClock(), bandwidth: limiter, logger: logger) { settings in
+            Uploader(http: http, auth: auth, bus: bus, store: store, settings: settings, bandwidth: limiter, logger: logger)
         }
     }
 
@@ -123,10 +127,12 @@ actor SyncService: Service, ParkedJobSource {
         store: JobStore,
         bus: ErrorBus,
         clock: some Clock<Duration>,
+        bandwidth: BandwidthLimiter? = nil,
         logger: Logger,
         makeUploader: @escaping @Sendable (Settings) -> any Uploading
     ) {
         let timeline = Timeline(clock)
+        self.bandwidth = bandwidth ?? BandwidthLimiter(settings.bandwidth, clock: timeline)
         let wallClock = WallClock(clock)
         let seen = SeenFiles()
         let duplicates = DuplicateFiles()
@@ -254,6 +260,10 @@ actor SyncService: Service, ParkedJobSource {
         self.settings = settings
         state.concurrency = settings.concurrency
         maxAge.limit = settings.maxAge
+        if bandwidth.bandwidth != settings.bandwidth {
+            bandwidth.bandwidth = settings.bandwidth
+            logger.notice("sync.bandwidth is now \(settings.bandwidth), for the uploads under way too")
+        }
         removal.afterDelivery = settings.afterDelivery
         uploader = makeUploader(settings)
         await ingest.update(settings.ingest)

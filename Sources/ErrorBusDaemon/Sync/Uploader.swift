@@ -51,8 +51,15 @@ final class Uploader: Uploading {
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
 
-    init(http: RoutedHTTPClient, auth: AuthService, bus: ErrorBus, store: JobStore?, settings: SyncService.Settings, logger: Logger) {
+    /// Paces the bodies, all uploads together; `nil`: as fast as the API takes them.
+    let bandwidth: BandwidthLimiter?
+
+    init(
+        http: RoutedHTTPClient, auth: AuthService, bus: ErrorBus, store: JobStore?, settings: SyncService.Settings,
+        bandwidth: BandwidthLimiter? = nil, logger: Logger
+    ) {
         self.http = http
+        self.bandwidth = bandwidth
         self.auth = auth
         self.bus = bus
         self.store = store
@@ -63,6 +70,12 @@ final class Uploader: Uploading {
         self.requestTimeout = settings.requestTimeout
         self.classify = settings.classify
     }
+
+    /// The deadline of a request with a file's body, until its answer's head: none to speak of.
+    /// A body takes as long as the link, or `sync.bandwidth`, needs; what bounds it is its
+    /// progress: the HTTP client's idle timeouts (`api.request-timeout` without a byte sent, or
+    /// without one received once the body is sent).
+    static var progressOnly: NIODeadline { .now() + .hours(24 * 366) }
 
     /// Files are read and sent in chunks of this size, never whole.
     static let chunkLength: Int64 = 64 * 1024
@@ -112,7 +125,7 @@ final class Uploader: Uploading {
             }
             let upload = MultipartUpload(
                 http: http, signer: signer, store: store, job: job, url: url, parts: parts, headers: headers,
-                requestTimeout: requestTimeout, classify: classify, logger: logger
+                requestTimeout: requestTimeout, classify: classify, bandwidth: bandwidth, logger: logger
             )
             return try await reading(job) { handle in try await upload.run(handle) }
         }
@@ -129,7 +142,11 @@ final class Uploader: Uploading {
                 let sha256 = ContentKey.of(body)
                 guard sha256 == job.sha256 else { throw OutboxFileFailure.replaced(job, by: sha256) }
                 if let framing { body = framing.wrap(body) }
-                request.body = .bytes(body)
+                if let bandwidth, bandwidth.current.rate != nil {
+                    request.body = .stream(bandwidth.pace(OneChunk(body)), length: .known(Int64(body.readableBytes)))
+                } else {
+                    request.body = .bytes(body)
+                }
             } catch let error as SystemCallError {
                 throw OutboxFileFailure(error, job: job)
             }
@@ -142,9 +159,14 @@ final class Uploader: Uploading {
                 // job was keyed by.
                 let chunks = VerifiedChunks(chunks: handle.readChunks(chunkLength: .bytes(Self.chunkLength)), job: job)
                 var request = prepared
-                if let framing {
+                switch (framing, bandwidth) {
+                case (let framing?, let bandwidth?):
+                    request.body = .stream(bandwidth.pace(framing.wrap(chunks)), length: .known(framing.length(around: job.size)))
+                case (let framing?, nil):
                     request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: job.size)))
-                } else {
+                case (nil, let bandwidth?):
+                    request.body = .stream(bandwidth.pace(chunks), length: .known(job.size))
+                case (nil, nil):
                     request.body = .stream(chunks, length: .known(job.size))
                 }
                 try await send(request, item: item, url: url, job: job)
@@ -188,16 +210,17 @@ final class Uploader: Uploading {
 
     private func send(_ request: HTTPClientRequest, item: UploadItem, url: String, job: OutboxFile) async throws {
         let method = contract.method.rawValue
-        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let response: HTTPClientResponse
         do {
-            response = try await http.execute(request, deadline: deadline)
+            response = try await http.execute(request, deadline: Self.progressOnly)
         } catch let stopped as JobStopped {
             // The file's content changed under the body being sent: the request was cut short.
             throw stopped
         } catch {
             throw HTTPFailure(classifying: error, method: method, url: url)
         }
+        // The answer's body, a receipt or a refusal's explanation, is small: read in time.
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let delivered = contract.delivered.contains(Int(response.status.code))
         // A refusal that says nothing remains is its own incident, with the reset as its hint
         // (HTTPFailure reads it); what remains is told either way.

@@ -1,0 +1,106 @@
+import ErrorBusControl
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+import Varlink
+
+/// `sync.bandwidth` as nginx sees it: the rate of an upload's body, measured on the server's side
+/// (`$request_length` over `$request_time`, from its first byte to its last) over 20 s, within
+/// 10 % of the limit at three rates, each set by a reload; and a reload mid-upload lifting it.
+@Suite(
+    "Integration: errorbusd's bandwidth limit, measured by nginx",
+    .serialized,
+    .timeLimit(.minutes(3)),
+    .enabled(if: NginxProcess.executable != nil, "nginx is not installed (scripts/test installs nginx-light)")
+)
+struct BandwidthIntegrationTests {
+    static let servers = """
+        log_format rate '$request_method $uri $status $request_length $request_time';
+        server {
+            listen 127.0.0.1:{port};
+            access_log {root}/rate.log rate;
+            location = /healthz { return 204; }
+            location /dav/ {
+                root {root}/html;
+                dav_methods PUT;
+                create_full_put_path on;
+            }
+        }
+        """
+
+    /// What nginx measured of the PUT of `name`: bytes of the request and seconds it took.
+    static func measured(_ nginx: NginxProcess, _ name: String) throws -> (bytes: Double, seconds: Double) {
+        let log = try String(contentsOfFile: nginx.directory + "/rate.log", encoding: .utf8)
+        let line = try #require(log.split(separator: "\n").last { $0.hasPrefix("PUT /dav/\(name) ") }, "\(log)")
+        let fields = line.split(separator: " ")
+        return (try #require(Double(fields[3])), try #require(Double(fields[4])))
+    }
+
+    /// Sets `sync.bandwidth` in a drop-in; with `reload`, reloads and waits for errorbusd to say so.
+    static func setBandwidth(_ setting: String, _ daemon: DaemonProcess, reload: Bool) async throws {
+        let directory = daemon.configurationFile + ".d"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "sync:\n  bandwidth: \(setting)\n".write(toFile: directory + "/bandwidth.yaml", atomically: true, encoding: .utf8)
+        guard reload else { return }
+        let before = daemon.log.components(separatedBy: "sync.bandwidth is now \(setting),").count
+        try daemon.signal(SIGHUP)
+        try await daemon.waitForLog("sync.bandwidth is now \(setting),", count: before)
+    }
+
+    /// `count` bytes, the same throughout but for its first: a file of its own per size.
+    static func content(_ count: Int, _ tag: UInt8) -> Data {
+        var data = Data(repeating: 0x5A, count: count)
+        data[0] = tag
+        return data
+    }
+
+    @Test func theRateNginxMeasuresIsTheLimitAtThreeRatesEachSetByAReload() async throws {
+        let scratch = try ScratchDirectory("bandwidth")
+        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
+            auth: "  method: none", credentials: [:]
+        )
+        try await Self.setBandwidth("256KiB/s", daemon, reload: false)
+        try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
+            for (index, (setting, rate)) in [("256KiB/s", 256 * 1024), ("1MiB/s", 1 << 20), ("4MiB/s", 4 << 20)].enumerated() {
+                if index > 0 { try await Self.setBandwidth(setting, daemon, reload: true) }
+                // Told as it is in force.
+                let status = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
+                #expect(status.bandwidth == Control.Bandwidth(setting: setting, bytesPerSecond: rate, until: nil))
+                // 20 s of the limit.
+                try daemon.drop("rate-\(index).bin", content: Self.content(20 * rate, UInt8(index)))
+                try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                let (bytes, seconds) = try Self.measured(nginx, "rate-\(index).bin")
+                let measured = bytes / seconds
+                #expect(abs(measured / Double(rate) - 1) < 0.1, "\(setting): nginx measured \(Int(measured)) B/s over \(seconds) s")
+            }
+        }
+        await nginx.stop()
+    }
+
+    /// A reload lifts the limit of an upload under way: the rest of its body goes at once.
+    @Test func aReloadChangesTheRateOfTheUploadUnderWay() async throws {
+        let scratch = try ScratchDirectory("bandwidth-reload")
+        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
+            auth: "  method: none", credentials: [:]
+        )
+        try await Self.setBandwidth("128KiB/s", daemon, reload: false)
+        try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
+            // 60 s at 128 KiB/s.
+            try daemon.drop("big.bin", content: Self.content(60 * 128 * 1024, 0xFF))
+            try await daemon.waitForLog("uploading=1")
+            try await Self.setBandwidth("off", daemon, reload: true)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let (bytes, seconds) = try Self.measured(nginx, "big.bin")
+            #expect(bytes >= Double(60 * 128 * 1024))
+            #expect(seconds < 30, "the upload kept the old limit: \(seconds) s")
+        }
+        await nginx.stop()
+    }
+}
