@@ -14,10 +14,19 @@ extension HTTPClient.Configuration {
     ///   is noticed, however long a body that moves takes.
     /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
     ///   must not expand past the limit unnoticed.
-    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30), writeTimeout: TimeAmount? = nil) -> Self {
+    ///
+    /// The write timeout is the read timeout; ``errorbusAPI(connectTimeout:readTimeout:writeTimeout:)``
+    /// sets another.
+    public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
+        errorbusAPI(connectTimeout: connectTimeout, readTimeout: readTimeout, writeTimeout: readTimeout)
+    }
+
+    /// ``errorbusAPI(connectTimeout:readTimeout:)`` with its own write timeout: how long a request
+    /// body may go without a byte written.
+    public static func errorbusAPI(connectTimeout: TimeAmount, readTimeout: TimeAmount, writeTimeout: TimeAmount) -> Self {
         HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: connectTimeout, read: readTimeout, write: writeTimeout ?? readTimeout),
+            timeout: .init(connect: connectTimeout, read: readTimeout, write: writeTimeout),
             decompression: .disabled
         )
     }
