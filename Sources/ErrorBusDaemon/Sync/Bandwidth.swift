@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusStore
 import ErrorBusUnits
 import NIOCore
 import Synchronization
@@ -155,6 +156,8 @@ final class BandwidthLimiter: Sendable {
 
     private let state: Mutex<State>
     private let clock: Timeline
+    /// The jobs told to take an hour or more at the limit: each is told once.
+    private let told = Mutex<Set<String>>([])
 
     init(_ bandwidth: Bandwidth, clock: Timeline) {
         self.clock = clock
@@ -179,6 +182,14 @@ final class BandwidthLimiter: Sendable {
             state.rateKnown = true
         }
         return (state.rate, state.rateUntil)
+    }
+
+    /// How many hours `job`'s body takes at the rate in force, when that is an hour or more and
+    /// it was not told before: a limit too slow for a file is said once, when it starts.
+    func hoursNeededFirstTime(_ job: OutboxFile) -> Int? {
+        guard let rate = current.rate, job.size / rate >= 3600 else { return nil }
+        guard told.withLock({ $0.insert(job.id.description).inserted }) else { return nil }
+        return Int((Double(job.size) / Double(rate) / 3600).rounded(.up))
     }
 
     /// The most of a body one turn sends at `rate`: a twentieth of a second's bytes, at least

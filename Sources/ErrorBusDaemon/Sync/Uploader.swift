@@ -3,6 +3,7 @@ import Foundation
 import ErrorBusHTTP
 import ErrorBusStore
 import ErrorBusSupport
+import ErrorBusUnits
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,6 +85,11 @@ final class Uploader: Uploading {
     static let receiptLimit = 64 * 1024
 
     func upload(_ job: OutboxFile, queuedAt: Date) async throws -> FileStatus? {
+        if let bandwidth, let hours = bandwidth.hoursNeededFirstTime(job) {
+            logger.notice(
+                "\(job.fileName) (\(ByteCountText.format(Int(job.size)))) takes about \(hours) h at sync.bandwidth \(bandwidth.bandwidth): it goes at that pace, as long as its bytes move"
+            )
+        }
         let signIn = try await auth.signIn()
         let item = UploadItem(sha256: job.sha256, name: job.fileName, size: job.size, queuedAt: queuedAt)
         do {

@@ -1,4 +1,5 @@
 import ErrorBus
+import ErrorBusStore
 import ErrorBusTesting
 import Foundation
 import NIOCore
@@ -115,6 +116,17 @@ import Testing
         #expect(limiter.current.rate == 1 << 20)
         limiter.bandwidth = .unlimited
         try await limiter.take(1 << 30)
+    }
+
+    /// A file that takes an hour or more at the limit is said so once, not at every attempt;
+    /// one that takes less is not.
+    @Test func aFileTooBigForTheLimitIsSaidOnce() throws {
+        let limiter = BandwidthLimiter(try Self.parse("1KiB/s"), clock: Timeline(ManualClock()))
+        let big = OutboxFile(id: String(repeating: "a", count: 64), service: "sync", fileName: "big.bin", path: "/outbox/big.bin", size: 8 << 20)
+        let small = OutboxFile(id: String(repeating: "b", count: 64), service: "sync", fileName: "small.bin", path: "/outbox/small.bin", size: 1 << 20)
+        #expect(limiter.hoursNeededFirstTime(big) == 3)
+        #expect(limiter.hoursNeededFirstTime(big) == nil)
+        #expect(limiter.hoursNeededFirstTime(small) == nil)
     }
 
     static func seconds(_ duration: Duration) -> Double {
