@@ -147,6 +147,35 @@ struct ProxyIntegrationTests {
         }
     }
 
+    /// The proxy is there but the API is not: squid answers the CONNECT with 503, which is told
+    /// as the API's outage seen from the proxy, with the proxy's status, at the API's origin.
+    @Test func anAPIDownBehindAWorkingProxyIsToldWithTheProxysStatus() async throws {
+        let scratch = try ScratchDirectory("proxy-api-down")
+        let squid = try await SquidProcess(in: scratch, users: [Self.user: Self.password])
+        try await squid.start()
+        let sandbox = try await SandboxProcess(in: scratch)
+        let daemon = try Self.daemon(scratch, sandbox, proxy: squid.url)
+        do {
+            try await daemon.start()
+            try await sandbox.stop()
+            try Self.files(2, daemon)
+            try await daemon.waitForParked(2, under: 1)
+            let incidents = try await ForeignServerIntegrationTests.incidents(daemon)
+            #expect(incidents.count == 1, "\(incidents)")
+            let incident = try #require(incidents.first)
+            #expect(incident.category == .unreachable, "\(incident)")
+            #expect(incident.cause == "proxyBadGateway", "\(incident)")
+            #expect(incident.scope == sandbox.baseURL, "\(incident)")
+            #expect(incident.message.contains("could not connect to \(Self.authority(sandbox))") && incident.message.contains("(503 Service Unavailable)"), "\(incident)")
+            #expect(try await daemon.stop().status == 0)
+        } catch {
+            _ = try? await daemon.kill()
+            await squid.stop()
+            throw error
+        }
+        await squid.stop()
+    }
+
     /// Unset, the key leaves the proxy to the environment, as curl reads it; `no_proxy` (and
     /// `api.no-proxy`) send a host direct, past a proxy that is not even there.
     @Test func theEnvironmentsProxyIsTakenAndNoProxyHostsGoDirect() async throws {
