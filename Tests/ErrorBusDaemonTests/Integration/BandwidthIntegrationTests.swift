@@ -75,6 +75,7 @@ struct BandwidthIntegrationTests {
                 try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
                 let (bytes, seconds) = try Self.measured(nginx, "rate-\(index).bin")
                 let measured = bytes / seconds
+                print("bandwidth: sync.bandwidth \(setting) (\(rate) B/s): nginx measured \(Int(measured)) B/s, \(Int(bytes)) bytes in \(seconds) s = \(String(format: "%+.2f", 100 * (measured / Double(rate) - 1))) %")
                 #expect(abs(measured / Double(rate) - 1) < 0.1, "\(setting): nginx measured \(Int(measured)) B/s over \(seconds) s")
             }
         }
