@@ -32,6 +32,26 @@ struct ForeignServerIntegrationTests {
         }
         """
 
+    /// A WebDAV location over HTTPS with the test CA's server certificate; `verifyingClients`:
+    /// only a client certificate from that CA gets in.
+    static func httpsWebDAV(_ certificates: TestCertificates, verifyingClients: Bool) -> String {
+        let clients = verifyingClients ? "ssl_client_certificate \(certificates.caCertificate);\n        ssl_verify_client on;" : ""
+        return """
+            server {
+                listen 127.0.0.1:{port} ssl;
+                ssl_certificate \(certificates.serverCertificate);
+                ssl_certificate_key \(certificates.serverKey);
+                \(clients)
+                location = /healthz { return 204; }
+                location /dav/ {
+                    root {root}/html;
+                    dav_methods PUT;
+                    create_full_put_path on;
+                }
+            }
+            """
+    }
+
     /// The upload contract of a WebDAV server: PUT to the file's name, 201 or 204, no receipt.
     static func webDAVContract(_ nginx: NginxProcess) -> String {
         """
@@ -148,24 +168,7 @@ struct ForeignServerIntegrationTests {
     @Test func aClientCertificateFromTheAPIsCAIsAcceptedAndNoneOrAStrangersIsAnOperatorIncident() async throws {
         let scratch = try ScratchDirectory("mtls")
         let certificates = try await TestCertificates.make(in: scratch)
-        let nginx = try NginxProcess(
-            in: scratch,
-            servers: """
-                server {
-                    listen 127.0.0.1:{port} ssl;
-                    ssl_certificate \(certificates.serverCertificate);
-                    ssl_certificate_key \(certificates.serverKey);
-                    ssl_client_certificate \(certificates.caCertificate);
-                    ssl_verify_client on;
-                    location = /healthz { return 204; }
-                    location /dav/ {
-                        root {root}/html;
-                        dav_methods PUT;
-                        create_full_put_path on;
-                    }
-                }
-                """
-        )
+        let nginx = try NginxProcess(in: scratch, servers: Self.httpsWebDAV(certificates, verifyingClients: true))
         try await nginx.start()
         let baseURL = "https://127.0.0.1:\(nginx.port)"
         let api = """

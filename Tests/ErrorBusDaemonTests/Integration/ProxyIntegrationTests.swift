@@ -216,22 +216,7 @@ struct ProxyIntegrationTests {
         guard NginxProcess.executable != nil else { return }
         let scratch = try ScratchDirectory("proxy-https")
         let certificates = try await TestCertificates.make(in: scratch)
-        let nginx = try NginxProcess(
-            in: scratch,
-            servers: """
-                server {
-                    listen 127.0.0.1:{port} ssl;
-                    ssl_certificate \(certificates.serverCertificate);
-                    ssl_certificate_key \(certificates.serverKey);
-                    location = /healthz { return 204; }
-                    location /dav/ {
-                        root {root}/html;
-                        dav_methods PUT;
-                        create_full_put_path on;
-                    }
-                }
-                """
-        )
+        let nginx = try NginxProcess(in: scratch, servers: ForeignServerIntegrationTests.httpsWebDAV(certificates, verifyingClients: false))
         try await nginx.start()
         let squid = try await SquidProcess(in: scratch, users: [Self.user: Self.password])
         try await squid.start()
