@@ -201,7 +201,11 @@ struct TopView {
         let time = Self.localTime(output.now)
         lines.append("errorbusd \(status.version) · \(time) · \(output.paint(health.status.rawValue.uppercased(), output.tone(health.status))) - \(health.summary)")
         let delivered = rates.perSecond["delivered"].map { "\(Int($0.rounded()))/s" } ?? "-"
-        lines.append("delivered \(delivered) · backlog \(output.backlog(status.backlog)) · retry budget \(Int(status.retryBudgetTokens)) tokens")
+        var summary = "delivered \(delivered) · backlog \(output.backlog(status.backlog)) · retry budget \(Int(status.retryBudgetTokens)) tokens"
+        if let rate = status.bandwidth?.bytesPerSecond {
+            summary += " · bandwidth \(Output.bytes(rate))/s"
+        }
+        lines.append(summary)
         lines.append("")
         lines.append(output.table(
             ["SERVICE", "STATE", "QUEUED", "IN FLIGHT", "PARKED", "DEAD"],

@@ -70,6 +70,10 @@ struct BandwidthIntegrationTests {
                 // Told as it is in force.
                 let status = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.getStatus) }
                 #expect(status.bandwidth == Control.Bandwidth(setting: setting, bytesPerSecond: rate, until: nil))
+                if index == 0 {
+                    let shown = try await ControlIntegrationTests.ctl(daemon, "status")
+                    #expect(shown.standardOutput.contains("Bandwidth: 256.0 KiB/s now (sync.bandwidth 256KiB/s)"), "\(shown.standardOutput)")
+                }
                 // 20 s of the limit.
                 try daemon.drop("rate-\(index).bin", content: Self.content(20 * rate, UInt8(index)))
                 try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
