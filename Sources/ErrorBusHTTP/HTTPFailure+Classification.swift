@@ -25,7 +25,7 @@ extension HTTPFailure {
     /// | the server's alert about the client certificate (required, bad, unknown CA, expired…) | unauthenticated | `clientCertificateRefused` |
     /// | other TLS handshake failure, TLS handshake timeout | unreachable | `tlsFailure`, `tlsHandshakeTimeout` |
     /// | a proxy refuses or fails (`proxyAuthenticationRequired`, `invalidProxyResponse`, proxy handshake timeouts) | unreachable | `proxyFailure` |
-    /// | a ``ProxiedRequestError`` (``RoutedHTTPClient``) | see ``init(_:method:url:)`` | the proxy's |
+    /// | a ``ProxiedRequestError`` (``RoutedHTTPClient``): the proxy unreachable; a `407`; `CONNECT` refused; the server unreachable from the proxy | unreachable; unauthenticated; unreachable; unreachable | `proxyUnreachable` (scope the proxy's origin); `proxyAuthenticationRequired`; `proxyRefused`; `proxyBadGateway` |
     /// | redirect loop or limit (a client that follows redirects) | unreachable | `captivePortal` |
     /// | TLS files unusable (CA, certificate or key not found or not loadable) | fatal | `tlsConfiguration` |
     /// | URL unusable (`invalidURL`, `emptyHost`, `emptyScheme`, `unsupportedScheme`) | fatal | `invalidURL` |
