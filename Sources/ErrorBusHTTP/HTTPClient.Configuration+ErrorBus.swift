@@ -10,23 +10,16 @@ extension HTTPClient.Configuration {
     ///   runs out, so this is how long a refused or blackholed connection takes to be reported.
     /// - A read timeout, so a server gone silent mid-answer is noticed; bodies are further
     ///   bounded by ``AsyncHTTPClient/HTTPClientResponse/collectBody(upTo:deadline:method:url:)``.
-    /// - A write timeout, so a request body that stops moving (a server that no longer reads)
-    ///   is noticed, however long a body that moves takes.
+    ///   It starts once the request is sent: a request body that stops moving (a server that no
+    ///   longer reads, its connection open) is not noticed by it, nor by AsyncHTTPClient's write
+    ///   timeout (which counts only while the connection takes bytes). Whoever streams a body
+    ///   long enough for that to matter bounds it by its progress: errorbusd's uploads do.
     /// - No decompression: bodies are limited in bytes on the wire, and a small compressed body
     ///   must not expand past the limit unnoticed.
-    ///
-    /// The write timeout is the read timeout; ``errorbusAPI(connectTimeout:readTimeout:writeTimeout:)``
-    /// sets another.
     public static func errorbusAPI(connectTimeout: TimeAmount = .seconds(5), readTimeout: TimeAmount = .seconds(30)) -> Self {
-        errorbusAPI(connectTimeout: connectTimeout, readTimeout: readTimeout, writeTimeout: readTimeout)
-    }
-
-    /// ``errorbusAPI(connectTimeout:readTimeout:)`` with its own write timeout: how long a request
-    /// body may go without a byte written.
-    public static func errorbusAPI(connectTimeout: TimeAmount, readTimeout: TimeAmount, writeTimeout: TimeAmount) -> Self {
         HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: connectTimeout, read: readTimeout, write: writeTimeout),
+            timeout: .init(connect: connectTimeout, read: readTimeout),
             decompression: .disabled
         )
     }

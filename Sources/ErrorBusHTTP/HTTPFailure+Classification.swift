@@ -180,7 +180,7 @@ private struct Diagnosis {
                 category: .transient,
                 cause: "writeTimeout",
                 title: "Upload stalled",
-                message: "\(host) stopped accepting the body of \(request) for longer than the write timeout."
+                message: "\(host) stopped accepting the body of \(request) for longer than its timeout."
             )
         case .remoteConnectionClosed:
             return connectionReset(host: host, request: request, how: "closed the connection before answering")

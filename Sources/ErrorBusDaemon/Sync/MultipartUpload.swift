@@ -214,12 +214,9 @@ struct MultipartUpload: Sendable {
         let chunks = VerifiedChunks(
             chunks: handle.readChunks(in: range, chunkLength: .bytes(64 * 1024)), job: job, part: (number, Int64(range.count), payloadHash)
         )
-        if let bandwidth {
-            request.body = .stream(bandwidth.pace(chunks), length: .known(Int64(range.count)))
-        } else {
-            request.body = .stream(chunks, length: .known(Int64(range.count)))
-        }
-        let etag = try await execute(&request, payloadHash: payloadHash, what: "UploadPart", etag: true)
+        let progress = BodyProgress(timeout: requestTimeout)
+        request.body = .streaming(chunks, length: Int64(range.count), bandwidth: bandwidth, progress: progress)
+        let etag = try await execute(&request, payloadHash: payloadHash, what: "UploadPart", etag: true, progress: progress)
         return MultipartProgress.Part(etag: etag, checksum: checksum)
     }
 
@@ -254,14 +251,16 @@ struct MultipartUpload: Sendable {
 
     /// Signs and sends `request`; returns the answer's body (`etag`: its `ETag` instead). A
     /// status that is not 2xx, and S3's 200 whose body is an `<Error>`, are thrown classified.
-    private func execute(_ request: inout HTTPClientRequest, payloadHash: String, what: String, etag: Bool = false) async throws -> String {
+    private func execute(
+        _ request: inout HTTPClientRequest, payloadHash: String, what: String, etag: Bool = false, progress: BodyProgress? = nil
+    ) async throws -> String {
         signer.sign(&request, payloadHash: payloadHash)
         let method = request.method.rawValue
         let target = request.url
         let response: HTTPClientResponse
         do {
             // A part's body takes as long as the link needs; its progress bounds it.
-            response = try await http.execute(request, deadline: Uploader.progressOnly)
+            response = try await Uploader.execute(request, http: http, progress: progress)
         } catch let failure as OutboxFileFailure {
             // The file, read as the part was sent, is shorter than it was: not the request's fault.
             throw failure

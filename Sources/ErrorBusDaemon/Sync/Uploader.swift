@@ -72,11 +72,15 @@ final class Uploader: Uploading {
         self.classify = settings.classify
     }
 
-    /// The deadline of a request with a file's body, until its answer's head: none to speak of.
-    /// A body takes as long as the link, or `sync.bandwidth`, needs; what bounds it is its
-    /// progress: the HTTP client's idle timeouts (`api.request-timeout` without a byte sent, or
-    /// without one received once the body is sent).
-    static var progressOnly: NIODeadline { .now() + .hours(24 * 366) }
+    /// Executes a request with a file's body (or a part's). It has no deadline to speak of: a body
+    /// takes as long as the link, or `sync.bandwidth`, needs. What bounds it is its progress: a
+    /// streamed body's, watched by `progress` (`api.request-timeout` without the connection taking
+    /// a chunk, then without the answer's head), and the HTTP client's idle timeouts.
+    static func execute(_ request: HTTPClientRequest, http: RoutedHTTPClient, progress: BodyProgress?) async throws -> HTTPClientResponse {
+        let unbounded = NIODeadline.now() + .hours(24 * 366)
+        guard let progress else { return try await http.execute(request, deadline: unbounded) }
+        return try await progress.execute { try await http.execute(request, deadline: unbounded) }
+    }
 
     /// Files are read and sent in chunks of this size, never whole.
     static let chunkLength: Int64 = 64 * 1024
@@ -142,6 +146,7 @@ final class Uploader: Uploading {
             // One chunk: read whole (from the kernel's caches, or in one job on the blocking-I/O
             // pool), and sent as one buffer without a body stream.
             let read: FileStatus
+            var progress: BodyProgress?
             do {
                 var body: ByteBuffer
                 (body, read) = try await Self.contents(of: job)
@@ -149,14 +154,16 @@ final class Uploader: Uploading {
                 guard sha256 == job.sha256 else { throw OutboxFileFailure.replaced(job, by: sha256) }
                 if let framing { body = framing.wrap(body) }
                 if let bandwidth, bandwidth.current.rate != nil {
-                    request.body = .stream(bandwidth.pace(OneChunk(body)), length: .known(Int64(body.readableBytes)))
+                    let paced = BodyProgress(timeout: requestTimeout)
+                    request.body = .streaming(OneChunk(body), length: Int64(body.readableBytes), bandwidth: bandwidth, progress: paced)
+                    progress = paced
                 } else {
                     request.body = .bytes(body)
                 }
             } catch let error as SystemCallError {
                 throw OutboxFileFailure(error, job: job)
             }
-            try await send(request, item: item, url: url, job: job)
+            try await send(request, item: item, url: url, job: job, progress: progress)
             return read
         } else {
             let prepared = request
@@ -165,17 +172,13 @@ final class Uploader: Uploading {
                 // job was keyed by.
                 let chunks = VerifiedChunks(chunks: handle.readChunks(chunkLength: .bytes(Self.chunkLength)), job: job)
                 var request = prepared
-                switch (framing, bandwidth) {
-                case (let framing?, let bandwidth?):
-                    request.body = .stream(bandwidth.pace(framing.wrap(chunks)), length: .known(framing.length(around: job.size)))
-                case (let framing?, nil):
-                    request.body = .stream(framing.wrap(chunks), length: .known(framing.length(around: job.size)))
-                case (nil, let bandwidth?):
-                    request.body = .stream(bandwidth.pace(chunks), length: .known(job.size))
-                case (nil, nil):
-                    request.body = .stream(chunks, length: .known(job.size))
+                let progress = BodyProgress(timeout: requestTimeout)
+                if let framing {
+                    request.body = .streaming(framing.wrap(chunks), length: framing.length(around: job.size), bandwidth: bandwidth, progress: progress)
+                } else {
+                    request.body = .streaming(chunks, length: job.size, bandwidth: bandwidth, progress: progress)
                 }
-                try await send(request, item: item, url: url, job: job)
+                try await send(request, item: item, url: url, job: job, progress: progress)
             }
         }
     }
@@ -214,11 +217,12 @@ final class Uploader: Uploading {
         return aborted
     }
 
-    private func send(_ request: HTTPClientRequest, item: UploadItem, url: String, job: OutboxFile) async throws {
+    /// Sends `request`, whose body, when it streams, is watched by `progress`.
+    private func send(_ request: HTTPClientRequest, item: UploadItem, url: String, job: OutboxFile, progress: BodyProgress?) async throws {
         let method = contract.method.rawValue
         let response: HTTPClientResponse
         do {
-            response = try await http.execute(request, deadline: Self.progressOnly)
+            response = try await Self.execute(request, http: http, progress: progress)
         } catch let stopped as JobStopped {
             // The file's content changed under the body being sent: the request was cut short.
             throw stopped

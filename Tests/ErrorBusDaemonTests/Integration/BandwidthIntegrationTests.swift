@@ -108,4 +108,34 @@ struct BandwidthIntegrationTests {
         }
         await nginx.stop()
     }
+
+    /// A server that stops reading an upload's body (nginx's worker stopped with `SIGSTOP`: its
+    /// connection open, its window closed) is an incident once `api.request-timeout` (5 s) passes
+    /// without a byte taken, not a request waiting for ever; once it reads again, the file goes.
+    @Test func aServerThatStopsReadingMidBodyIsAnIncidentAtTheRequestTimeout() async throws {
+        let scratch = try ScratchDirectory("bandwidth-stalled")
+        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
+            auth: "  method: none", credentials: [:]
+        )
+        // 16 s at 2 MiB/s: still on its way when nginx stops, and more than the kernel's buffers hold.
+        try await Self.setBandwidth("2MiB/s", daemon, reload: false)
+        try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
+            let workers = nginx.workers
+            try #require(!workers.isEmpty, "nginx's workers not found")
+            try daemon.drop("stalled.bin", content: Self.content(32 << 20, 0x33))
+            try await daemon.waitForLog("uploading=1")
+            for worker in workers { kill(worker, SIGSTOP) }
+            try await daemon.waitForLog("incident 1 opened: ")
+            for worker in workers { kill(worker, SIGCONT) }
+            #expect(daemon.log.contains("stopped accepting the body of PUT"), "\(daemon.log.suffix(2000))")
+            try await daemon.waitForLog("incident 1 recovered")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let stored = try Data(contentsOf: URL(fileURLWithPath: nginx.directory + "/html/dav/stalled.bin"))
+            #expect(stored == Self.content(32 << 20, 0x33))
+        }
+        await nginx.stop()
+    }
 }

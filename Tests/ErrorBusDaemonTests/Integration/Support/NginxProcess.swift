@@ -74,6 +74,14 @@ final class NginxProcess: Sendable {
         _ = await child.waitForExit()
     }
 
+    /// nginx's worker processes (the children of its master), which hold its connections.
+    var workers: [pid_t] {
+        guard let master = process.withLock({ $0?.processIdentifier }),
+              let children = try? String(contentsOfFile: "/proc/\(master)/task/\(master)/children", encoding: .utf8)
+        else { return [] }
+        return children.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
     /// Waits until nginx's access log holds a line containing `needle`.
     func waitForAccess(_ needle: String) async throws {
         try await DirectoryWatcher.wait(forContentOf: accessLog) { $0.contains(needle) }
