@@ -14,7 +14,8 @@ import Darwin
 /// Implements the `down` fault, which the router cannot: it sees each request head before
 /// Hummingbird does and, when ``SandboxState/faults`` says the request's route is down, swallows
 /// the request (head, body, end) and then resets the connection: `SO_LINGER` {1, 0} and close,
-/// so the client gets a TCP RST instead of an answer.
+/// so the client gets a TCP RST instead of an answer. A `down` fault with a byte count lets the
+/// request through and resets the connection only once its body passes that many bytes.
 ///
 /// One instance per connection, used only on that connection's event loop.
 final class ConnectionResetHandler: ChannelInboundHandler, RemovableChannelHandler {
@@ -33,6 +34,8 @@ final class ConnectionResetHandler: ChannelInboundHandler, RemovableChannelHandl
         case serving
         /// Reading the request that will be answered with a reset.
         case swallowing(Doomed)
+        /// Passing a request on while counting its body: reset once it passes `limit` bytes.
+        case counting(Doomed, limit: Int, seen: Int)
         /// Reset sent: everything else is dropped.
         case reset
     }
@@ -54,15 +57,36 @@ final class ConnectionResetHandler: ChannelInboundHandler, RemovableChannelHandl
             }
             let route = SandboxRoute(path: head.path ?? "/")
             let arrival = state.clock.now
-            guard route.isFaultable, state.faults.withLock({ $0.isDown(route, at: arrival) }) else {
+            guard route.isFaultable, let afterBytes = state.faults.withLock({ $0.reset(route, at: arrival) }) else {
                 context.fireChannelRead(data)
                 return
             }
-            phase = .swallowing(Doomed(route: route, method: head.method.rawValue, arrival: arrival))
+            let doomed = Doomed(route: route, method: head.method.rawValue, arrival: arrival)
+            if let afterBytes {
+                phase = .counting(doomed, limit: afterBytes, seen: 0)
+                context.fireChannelRead(data)
+            } else {
+                phase = .swallowing(doomed)
+            }
         case .swallowing(let doomed):
             if case .end = part {
                 phase = .reset
                 reset(context: context, doomed: doomed)
+            }
+        case .counting(let doomed, let limit, let seen):
+            switch part {
+            case .body(let buffer) where seen + buffer.readableBytes > limit:
+                phase = .reset
+                reset(context: context, doomed: doomed)
+            case .body(let buffer):
+                phase = .counting(doomed, limit: limit, seen: seen + buffer.readableBytes)
+                context.fireChannelRead(data)
+            case .end:
+                // Short enough: served.
+                phase = .serving
+                context.fireChannelRead(data)
+            case .head:
+                context.fireChannelRead(data)
             }
         case .reset:
             break

@@ -28,9 +28,11 @@ struct FaultBoard: Sendable {
         return nil
     }
 
-    /// Whether a request to `route` arriving at `now` must be answered with a connection reset.
-    mutating func isDown(_ route: SandboxRoute, at now: Duration) -> Bool {
-        activeMode(for: route, at: now) == .down
+    /// Whether a request to `route` arriving at `now` must be answered with a connection reset:
+    /// `nil` if not, else after how many bytes of its body (`nil` inside: once it is read).
+    mutating func reset(_ route: SandboxRoute, at now: Duration) -> Int?? {
+        guard case .down(let afterBytes) = activeMode(for: route, at: now) else { return nil }
+        return .some(afterBytes)
     }
 
     /// The rules that can still apply at or after `now`.

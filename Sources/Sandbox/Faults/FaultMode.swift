@@ -2,8 +2,10 @@
 enum FaultMode: Sendable, Equatable {
     /// Answer normally (lets a newer rule exempt one route from an `all` rule).
     case none
-    /// Read the request, then reset the connection (TCP RST). Done by ``ConnectionResetHandler``.
-    case down
+    /// Read the request, then reset the connection (TCP RST). With `afterBytes`, only a request
+    /// whose body passes that many bytes is reset, as soon as it does (a balancer or proxy that
+    /// cuts big uploads half way); smaller ones are served. Done by ``ConnectionResetHandler``.
+    case down(afterBytes: Int?)
     /// An error status with an RFC 9457 body and, optionally, `Retry-After`.
     case status(Status)
     /// The token endpoint answers 401 `invalid_client`.

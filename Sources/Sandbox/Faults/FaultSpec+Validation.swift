@@ -21,7 +21,8 @@ extension FaultSpec {
         case "none":
             mode = .none
         case "down":
-            mode = .down
+            if let bytes, bytes < 0 { throw .badFault("bytes must not be negative") }
+            mode = .down(afterBytes: bytes)
         case "status":
             guard let status, (400...599).contains(status) else {
                 throw .badFault("mode status needs a status between 400 and 599")

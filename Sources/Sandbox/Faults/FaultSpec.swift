@@ -52,7 +52,8 @@ struct FaultSpec: Codable, Sendable, Equatable {
     var trickle: Bool?
     /// `captivePortal`: `redirect` (the default) or `page`.
     var portal: FaultMode.Portal?
-    /// `huge`: the declared and streamed body size; absent means endless (chunked).
+    /// `huge`: the declared and streamed body size; absent means endless (chunked). `down`: reset
+    /// only a request whose body passes this many bytes, once it does.
     var bytes: Int?
     /// Seconds from now until the fault starts (default 0).
     var after: Double?

@@ -4,7 +4,7 @@ import Testing
 
 struct FaultRuleTests {
     private func rule(_ schedule: FaultSchedule, route: SandboxRoute? = nil, receivedAt: Duration = .seconds(100)) -> FaultRule {
-        FaultRule(id: 1, spec: FaultSpec(mode: "down"), route: route, mode: .down, schedule: schedule, receivedAt: receivedAt)
+        FaultRule(id: 1, spec: FaultSpec(mode: "down"), route: route, mode: .down(afterBytes: nil), schedule: schedule, receivedAt: receivedAt)
     }
 
     @Test func windowIsHalfOpen() {
@@ -32,11 +32,11 @@ struct FaultRuleTests {
 
     @Test func newestActiveRuleWins() {
         var board = FaultBoard()
-        _ = board.add(spec: FaultSpec(mode: "down"), route: nil, mode: .down, schedule: FaultSchedule(), now: .zero)
+        _ = board.add(spec: FaultSpec(mode: "down"), route: nil, mode: .down(afterBytes: nil), schedule: FaultSchedule(), now: .zero)
         _ = board.add(spec: FaultSpec(mode: "garbage"), route: .items, mode: .garbage, schedule: FaultSchedule(length: .seconds(1)), now: .zero)
         #expect(board.activeMode(for: .items, at: .zero) == .garbage)
-        #expect(board.activeMode(for: .token, at: .zero) == .down)
-        #expect(board.activeMode(for: .items, at: .seconds(1)) == .down)
+        #expect(board.activeMode(for: .token, at: .zero) == .down(afterBytes: nil))
+        #expect(board.activeMode(for: .items, at: .seconds(1)) == .down(afterBytes: nil))
         #expect(board.rules.count == 1)
         #expect(board.activeMode(for: .other, at: .zero) == nil)
     }
