@@ -57,6 +57,33 @@ struct IsolationTests {
         }
     }
 
+    /// A bad job whose runs are long before they fail (a large upload the server cuts half way:
+    /// 10 s of its bytes each time) waits, after each failure, at least as long as its run took,
+    /// doubled with each failure in a row, however soon its back-off or its neighbours' successes
+    /// would have it run again: it never takes more than half the link, then less and less. Its
+    /// neighbours go on arrival all the while, and it is set aside and given up as any bad job is.
+    @Test func aJobWhoseFailedRunsAreLongWaitsAsLongDoubledBeforeEachRetry() async throws {
+        try await withRunningBus(configuration: Self.configuration) { bus, clock, _ in
+            await PacingTests.history(bus, clock)
+            let runTime = Duration.seconds(10)
+            var jobs = PacingTests.jobs(600)
+            jobs.insert(Self.poison(0), at: 2)
+            let api = ModelAPI(.healthy, poison: [Self.poison(0).id], poisonRunTime: runTime, clock: clock)
+            let start = clock.now.offset
+            let result = await drive(jobs, through: bus, against: api, clock: clock, spacing: .seconds(1), limit: start + .seconds(900))
+
+            #expect(result.succeeded == 600)
+            #expect(result.deadLettered == [Self.poison(0).id])
+            let runs = api.tally.poisonRuns
+            #expect(runs.count >= 3, "\(runs)")
+            for (index, (failed, next)) in zip(runs, runs.dropFirst()).enumerated() {
+                let waited = next.lowerBound - failed.upperBound
+                let cost = runTime * (1 << min(index, 5))
+                #expect(waited >= cost - .milliseconds(10), "retry \(index + 1) after \(waited), its cost \(cost): \(runs)")
+            }
+        }
+    }
+
     /// Ten names the API refuses among 200 good ones, arriving at 20 a second: each is told
     /// apart on its own evidence (its failures while the good ones were served), not one per later
     /// good job: once the good ones have gone, with no traffic beside them, every bad one is

@@ -49,7 +49,10 @@ extension ErrorBus {
                     : deadLetter(command, failure, in: incident)
             }
         }
-        if !pacing { execute(incident.policy.start(with: failure, at: now, using: &random), for: incident) }
+        if !pacing {
+            execute(incident.policy.start(with: failure, at: now, using: &random), for: incident)
+            if let command { postponeCanary(of: incident, byCostOf: command) }
+        }
         let held = eventsHeldForOpening ?? []
         eventsHeldForOpening = nil
         emit(BusEvent(kind: .incidentOpened, incident: incident.snapshot(at: now)))

@@ -591,6 +591,8 @@ extension ErrorBus {
     }
 
     private func decide(_ command: Command, _ error: any Error, _ context: AttemptContext, startedAt started: TimelineInstant, successesBefore: UInt64, retried: Bool) -> FailureDecision {
+        var command = command
+        command.lastRun = started.duration(to: clock.now())
         if lifecycle == .stopped {
             return .stopped(JobStopped(evaluation: .cancel, reason: .shutdown))
         }
@@ -737,6 +739,7 @@ extension ErrorBus {
             emit(BusEvent(kind: .canaryFailed, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
             let decision = park(command, in: incident, failed: true, failure: failure)
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
+            postponeCanary(of: incident, byCostOf: command)
             return decision
         }
         if !incident.state.holdsScope {
@@ -766,7 +769,7 @@ extension ErrorBus {
                 emit(BusEvent(kind: .pacingStarted, incident: incident.snapshot(at: clock.now()), reason: failure.text.message))
             }
         }
-        let due = clock.now().advanced(by: pacedRetryDelay(after: command.failedRuns, failure))
+        let due = clock.now().advanced(by: max(pacedRetryDelay(after: command.failedRuns, failure), retryCost(of: command)))
         let decision = park(command, in: incident, failed: true, failure: failure, due: due)
         armDelayedWake(incident)
         return decision
@@ -782,6 +785,27 @@ extension ErrorBus {
             delay = max(delay, clamped * (1 + Double.random(in: 0...rateLimit.jitter, using: &random)))
         }
         return delay
+    }
+
+    /// What trying `command` again costs, as the least it waits before its next run: as long as
+    /// its failed run took, doubled with each failure in a row (at most 32 times as long, and at
+    /// most an hour unless the run itself took longer). A failed request costs little, and its
+    /// back-off decides. A large upload cut half way costs its bytes at the link's speed: it
+    /// waits at least that long, so a job that keeps failing so takes at most half the link's
+    /// time, then less and less, however soon its back-off or its neighbours' successes would
+    /// have it run again.
+    func retryCost(of command: Command) -> Duration {
+        let doubled = command.lastRun * (1 << min(max(command.failedRuns - 1, 0), 5))
+        return min(doubled, max(command.lastRun, .seconds(3600)))
+    }
+
+    /// Moves `incident`'s next canary to no sooner than what trying `command`, whose run just
+    /// failed under it, again costs (``retryCost(of:)``).
+    func postponeCanary(of incident: IncidentRecord, byCostOf command: Command) {
+        let cost = retryCost(of: command)
+        guard cost > .zero, let next = incident.next, next.step == .canary else { return }
+        let earliest = clock.now().advanced(by: cost)
+        if next.at < earliest { schedule(.canary, at: earliest, for: incident) }
     }
 
     /// Gives a job whose failures are its own an incident of its own, which holds back nothing
@@ -832,6 +856,7 @@ extension ErrorBus {
         let decision = park(command, in: incident, failed: true, failure: failure)
         if incident.state == .canary {
             stepFinished(incident, .failed(reason: failure.cause, retryAfter: failure.category.retryAfter))
+            postponeCanary(of: incident, byCostOf: command)
         }
         return decision
     }

@@ -443,6 +443,8 @@ struct Command: Sendable {
     var successesAtLastFailure: UInt64?
     /// Its failures since it was found failing on its own (the one that found it included).
     var ownFailures = 0
+    /// How long its last failed run took (``ErrorBus`` `retryCost(of:)`).
+    var lastRun = Duration.zero
 
     /// Whether it is set aside on its own: found so in this run of the bus, or in an earlier one
     /// (``Job/failedOnItsOwn``).

@@ -41,6 +41,8 @@ final class ModelAPI: Sendable {
         var arrivedAt: [Duration] = []
         /// When each request the law refused arrived.
         var refusedAt: [Duration] = []
+        /// When each run of a poison name started and failed.
+        var poisonRuns: [Range<Duration>] = []
     }
 
     private struct State {
@@ -55,14 +57,19 @@ final class ModelAPI: Sendable {
 
     let law: Law
     let poison: Set<String>
+    /// How long a run of a poison name takes before it fails, by the clock (a large upload cut
+    /// half way: its bytes at the link's speed); ``drive(_:through:against:clock:spacing:step:limit:)``
+    /// waits it out.
+    let poisonRunTime: Duration
     let clock: ManualClock
     /// The bus told of the quota, for ``Law/quota(limit:window:)``.
     private let bus: ErrorBus?
     private let state: Mutex<State>
 
-    init(_ law: Law, poison: Set<String> = [], clock: ManualClock, bus: ErrorBus? = nil, seed: UInt64 = 7) {
+    init(_ law: Law, poison: Set<String> = [], poisonRunTime: Duration = .zero, clock: ManualClock, bus: ErrorBus? = nil, seed: UInt64 = 7) {
         self.law = law
         self.poison = poison
+        self.poisonRunTime = poisonRunTime
         self.clock = clock
         self.bus = bus
         var tokens = 0.0
@@ -124,6 +131,7 @@ final class ModelAPI: Sendable {
             }
             if poison.contains(job.id) {
                 state.tally.failed += 1
+                state.tally.poisonRuns.append((now - poisonRunTime)..<now)
                 return (TestFailure(.transient, cause: "http500"), quota)
             }
             if let answer {
@@ -172,6 +180,8 @@ func drive(
 ) async -> DriveResult {
     let ended = Ended()
     let running = Counter()
+    // Runs waiting on the clock (a poison's run time): running, yet waiting for the clock to move.
+    let sleeping = Counter()
     @Sendable func end(_ job: Job, _ outcome: JobOutcome) {
         ended.state.withLock {
             $0.outcomes[job.id] = outcome
@@ -188,6 +198,11 @@ func drive(
                     let submission = await bus.submit(job) {
                         running.increment()
                         defer { running.decrement() }
+                        if api.poisonRunTime > .zero, api.poison.contains(job.id) {
+                            sleeping.increment()
+                            defer { sleeping.decrement() }
+                            try await clock.sleep(for: api.poisonRunTime)
+                        }
                         try api.serve(job)
                     } completion: { end(job, $0) }
                     switch submission {
@@ -207,7 +222,8 @@ func drive(
                 let snapshot = await bus.snapshot()
                 let held = snapshot.parkedJobs + snapshot.waitingForBudget + snapshot.concurrency.reduce(0) { $0 + $1.waiting }
                 let done = ended.state.withLock { $0.outcomes.count }
-                idleLooks = running.count == 0 && done + held == submitted ? idleLooks + 1 : 0
+                let runningNow = running.count - sleeping.count
+                idleLooks = runningNow == 0 && done + held + sleeping.count == submitted ? idleLooks + 1 : 0
                 await Task.yield()
             }
             let done = ended.state.withLock { $0.outcomes.count }
