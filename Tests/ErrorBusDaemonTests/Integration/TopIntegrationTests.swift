@@ -132,7 +132,7 @@ struct TopIntegrationTests {
     }
 
     @Test func withoutATerminalTopPrintsPlainBlocks() async throws {
-        try await Daemon.withDaemon { _, daemon in
+        try await Daemon.withDaemon(environment: ["ERRORBUSD_SYNC_BANDWIDTH": "256KiB/s"]) { _, daemon in
             let finished = try await ChildProcess.run(
                 Binaries.path("errorbusctl"),
                 ["top", "--count", "2", "--interval", "0.1", "--socket", daemon.controlSocket]
@@ -142,6 +142,8 @@ struct TopIntegrationTests {
             #expect(finished.standardOutput.components(separatedBy: "SERVICE").count == 3)
             // The second block has a rate: two expositions were compared.
             #expect(finished.standardOutput.contains("delivered 0/s"))
+            // The limit in force, beside the backlog.
+            #expect(finished.standardOutput.contains(" · bandwidth 256.0 KiB/s"), "\(finished.standardOutput)")
         }
     }
 }
