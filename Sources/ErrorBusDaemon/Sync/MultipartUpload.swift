@@ -31,6 +31,8 @@ struct MultipartUpload: Sendable {
     let parts: UploadContract.Parts
     /// The contract's headers that apply to the whole object (not its single-request checksum).
     let headers: [(name: String, value: String)]
+    /// What a `412` to the completion means (`If-None-Match: *` among the headers).
+    let existing: UploadContract.Existing?
     let requestTimeout: Duration
     let classify: [ClassificationOverride]
     /// Paces the parts' bodies with every other upload's.
@@ -236,7 +238,16 @@ struct MultipartUpload: Sendable {
         }
         let body = ByteBuffer(string: xml)
         request.body = .bytes(body)
-        let answer = try await execute(&request, payloadHash: ContentKey.hex(of: SHA256.hash(data: Data(xml.utf8))), what: "CompleteMultipartUpload")
+        let answer: String
+        do {
+            answer = try await execute(&request, payloadHash: ContentKey.hex(of: SHA256.hash(data: Data(xml.utf8))), what: "CompleteMultipartUpload")
+        } catch let failure as HTTPFailure where failure.status == 412 {
+            guard let existing else { throw failure }
+            // Its parts are left over, whatever comes of the file: the store keeps none of them.
+            await Self.abort(uploadID, url: url, http: http, signer: signer)
+            try Uploader.alreadyStored(existing, fileName: job.fileName, method: "POST", url: url, logger: logger)
+            return
+        }
         // `CompleteMultipartUploadResult`, as S3 names it (moto: `…Response`).
         guard answer.contains("<CompleteMultipartUploadResult") || answer.contains("<CompleteMultipartUploadResponse") else {
             throw receiptMissing(answer, expected: "a CompleteMultipartUploadResult", method: "POST")

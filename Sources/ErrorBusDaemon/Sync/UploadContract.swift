@@ -39,6 +39,17 @@ package struct UploadContract: Sendable, Equatable {
         }
     }
 
+    /// What a `412 Precondition Failed` to an upload means, when `api.upload.headers` asks the
+    /// server never to replace what it has (`If-None-Match: *`): something is stored at the file's
+    /// URL already.
+    package enum Existing: Sendable, Equatable {
+        /// The URL is made of the file's content (`{sha256}`, `{sha256-base64}`): what is stored
+        /// there is this file, delivered before (an answer lost, a file dropped again).
+        case delivered
+        /// Another object may hold the URL (a file of the same name): this file's own failure.
+        case refused
+    }
+
     /// `api.upload.receipt.*`: what in a delivered answer proves it is the API's answer for this
     /// file, not a proxy's or a captive portal's `200`.
     package enum Receipt: Sendable, Equatable {
@@ -64,6 +75,13 @@ package struct UploadContract: Sendable, Equatable {
     package var idempotencyHeader: String?
     /// `api.upload.delivered`. Default every 2xx.
     package var delivered: DeliveredStatuses
+    /// What a `412` means: `nil` unless `api.upload.headers` holds `If-None-Match: *`.
+    package var existing: Existing? {
+        guard headers.contains(where: { $0.name.lowercased() == "if-none-match" && $0.value == UploadTemplate(parts: [.text("*")]) }) else {
+            return nil
+        }
+        return url.parts.contains { $0 == .sha256 || $0 == .sha256Base64 } ? .delivered : .refused
+    }
     /// `api.upload.receipt.*`; `nil` checks none. Default the JSON pointer `/sha256`.
     package var receipt: Receipt?
     /// `api.upload.parts.*`: files larger than a threshold go in parts (S3's multipart upload);

@@ -134,7 +134,7 @@ final class Uploader: Uploading {
                 return !name.hasPrefix("x-amz-checksum-") && name != "x-amz-sdk-checksum-algorithm" && name != "content-type"
             }
             let upload = MultipartUpload(
-                http: http, signer: signer, store: store, job: job, url: url, parts: parts, headers: headers,
+                http: http, signer: signer, store: store, job: job, url: url, parts: parts, headers: headers, existing: contract.existing,
                 requestTimeout: requestTimeout, classify: classify, bandwidth: bandwidth, logger: logger
             )
             return try await reading(job) { handle in try await upload.run(handle) }
@@ -238,6 +238,11 @@ final class Uploader: Uploading {
            delivered || remaining > 0 {
             bus.quota(remaining: remaining, reset: reset, for: Job(id: job.id, service: SyncService.service, scope: scope, realm: realm))
         }
+        if response.status == .preconditionFailed, let existing = contract.existing {
+            _ = try? await response.collectBody(upTo: Self.receiptLimit, deadline: deadline, method: method, url: url)
+            try Self.alreadyStored(existing, fileName: job.fileName, method: method, url: url, logger: logger)
+            return
+        }
         guard delivered else {
             throw await HTTPFailure.classifying(response, method: method, url: url, deadline: deadline).overridden(by: classify)
         }
@@ -247,6 +252,32 @@ final class Uploader: Uploading {
     /// Only the API's receipt for this file says that the API has it, where the contract names
     /// one. A 2xx with anything else (a captive portal's or a proxy's page) is no delivery: taking
     /// it for one would remove a file the API never received.
+    /// An answer `412` to an upload that asked never to replace what is stored
+    /// (``UploadContract/existing``): returns when what is stored is this file (its URL is made of
+    /// its content); throws this file's own failure when it may be another.
+    static func alreadyStored(_ existing: UploadContract.Existing, fileName: String, method: String, url: String, logger: Logger) throws {
+        let target = RequestTarget(url: url)
+        switch existing {
+        case .delivered:
+            logger.info(
+                "\(fileName) is stored already: \(target.host) answered \(method) \(target.pathAndQuery) with 412 to If-None-Match: *, and the URL is made of its content"
+            )
+        case .refused:
+            throw HTTPFailure(
+                category: .invalid(reason: "an object is stored at its URL already"),
+                cause: "alreadyStored",
+                method: method,
+                url: url,
+                text: OperatorText(
+                    title: "Stored already",
+                    message: "\(target.host) holds an object at \(target.pathAndQuery) already, and If-None-Match: * (api.upload.headers) keeps it from being replaced: \(fileName) was not stored.",
+                    next: "The job was set aside as a dead letter: remove or rename the object, then retry it, or discard it. A URL made of the content ({sha256} in api.upload.url) tells a file stored before from another."
+                ),
+                status: 412
+            )
+        }
+    }
+
     private func checkReceipt(_ response: HTTPClientResponse, item: UploadItem, method: String, url: String, deadline: NIODeadline) async throws {
         switch contract.receipt {
         case nil:

@@ -242,6 +242,64 @@ struct ObjectStorageIntegrationTests {
         }
     }
 
+    /// `If-None-Match: *`, the URL made of the content: what the store has there already is the
+    /// file (a delivery whose answer was lost, the file dropped again), so its `412` is a
+    /// delivery, for a file in one request and one in parts (whose upload is aborted, leaving no
+    /// parts behind); the stored objects are not replaced.
+    @Test func anObjectTheStoreHasUnderItsContentAlreadyIsDeliveredWithoutReplacingIt() async throws {
+        let scratch = try ScratchDirectory("s3-exists")
+        let moto = try await MotoS3Process()
+        let contract = Self.partsContract
+            .replacingOccurrences(of: "url: /{hostname}/{year}/{month}/{day}/{name}", with: "url: /by-content/{sha256}")
+            .replacingOccurrences(of: #"headers: ["#, with: #"headers: ["If-None-Match: *", "#)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: contract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        let small = Data("stored before\n".utf8)
+        let large = try Self.largeFile()
+        try await Self.run(daemon, moto) { http in
+            for content in [small, large] {
+                let stored = try await Self.send("PUT", "by-content/" + ContentKey.hex(of: SHA256.hash(data: content)), moto, http: http, body: content)
+                #expect(stored.status == 200)
+            }
+            try daemon.drop("again.txt", content: small)
+            try daemon.drop("big.bin", content: large)
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+            let log = try daemon.current.standardError.text
+            #expect(log.components(separatedBy: "is stored already: ").count == 3, "\(log.suffix(3000))")
+            #expect(!log.contains("dead letter"))
+            #expect(try await Self.keys(moto, http: http).count == 2)
+            #expect(try await Self.multipartUploads(moto, http: http).isEmpty, "the parts were left behind")
+        }
+    }
+
+    /// `If-None-Match: *`, the URL made of the name: an object of that name in the store may be
+    /// another file's, so the file is a dead letter saying so, and the object is not replaced; the
+    /// other files go.
+    @Test func anObjectOfTheSameNameIsNotReplacedAndTheFileIsADeadLetterSayingSo() async throws {
+        let scratch = try ScratchDirectory("s3-taken")
+        let moto = try await MotoS3Process()
+        let contract = Self.contract
+            .replacingOccurrences(of: "url: /{hostname}/{year}/{month}/{day}/{name}", with: "url: /by-name/{name}")
+            .replacingOccurrences(of: #"headers: ["#, with: #"headers: ["If-None-Match: *", "#)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: contract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        let theirs = Data("someone else's\n".utf8)
+        try await Self.run(daemon, moto) { http in
+            #expect(try await Self.send("PUT", "by-name/taken.txt", moto, http: http, body: theirs).status == 200)
+            try daemon.drop("taken.txt", content: Data("mine\n".utf8))
+            try daemon.drop("free.txt", content: Data("free\n".utf8))
+            try await daemon.waitForLog("taken.txt set aside as a dead letter")
+            #expect(daemon.log.contains("holds an object at /\(moto.info.bucket)/by-name/taken.txt already, and If-None-Match: * (api.upload.headers) keeps it from being replaced"), "\(daemon.log.suffix(3000))")
+            try await DirectoryWatcher.wait(for: daemon.outbox) { $0 == ["taken.txt"] || $0.isEmpty }
+            #expect(try await Self.send("GET", "by-name/taken.txt", moto, http: http).body == theirs, "replaced")
+            #expect(try await Self.send("GET", "by-name/free.txt", moto, http: http).body == Data("free\n".utf8))
+        }
+    }
+
     /// The store hangs half way (moto stopped with `SIGSTOP`: connections accepted, nothing
     /// answered): the parts on the way time out, an incident holds the file, and once the store
     /// answers again the upload goes on from the parts it has.
@@ -317,14 +375,19 @@ struct ObjectStorageIntegrationTests {
     /// A request signed with the bucket's key: `key` under the bucket, `query` as sent.
     static func send(
         _ method: String, _ key: String, _ moto: MotoS3Process, http: HTTPClient, query: String = "", headers: [(String, String)] = [],
-        bucket: String? = nil
+        bucket: String? = nil, body: Data? = nil
     ) async throws -> (status: UInt, headers: HTTPHeaders, body: Data) {
         let info = moto.info
         var request = HTTPClientRequest(url: info.endpoint + AWSSignatureV4.encodedPath((bucket ?? info.bucket) + (key.isEmpty ? "" : "/" + key)) + query)
         request.method = .init(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let signer = AWSSignatureV4(credentials: .init(accessKeyID: info.accessKeyId, secretAccessKey: info.secretAccessKey), region: info.region)
-        signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        if let body {
+            request.body = .bytes(ByteBuffer(bytes: body))
+            signer.sign(&request, payloadHash: ContentKey.hex(of: SHA256.hash(data: body)))
+        } else {
+            signer.sign(&request, payloadHash: AWSSignatureV4.emptyPayloadHash)
+        }
         let response = try await http.execute(request, timeout: .seconds(30))
         let body = Data(buffer: try await response.body.collect(upTo: 64 << 20))
         return (response.status.code, response.headers, body)
