@@ -27,6 +27,9 @@ struct FaultInjectionMiddleware: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             response = try error.response(from: request, context: context)
         } catch {
+            // A body cut by a `down` fault past its bytes: the reset is counted where it is made
+            // (ConnectionResetHandler), not again as this request's 500.
+            if case .down(afterBytes: .some) = fault { throw error }
             state.record(route: route, method: request.method.rawValue, outcome: .status(500), arrival: arrival)
             throw error
         }
