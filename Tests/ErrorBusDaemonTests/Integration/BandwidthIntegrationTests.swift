@@ -48,6 +48,17 @@ struct BandwidthIntegrationTests {
         try await daemon.waitForLog("sync.bandwidth is now \(setting),", count: before)
     }
 
+    /// nginx, started, storing PUTs under `/dav/`, and a daemon (not started) sending it files.
+    static func started(in scratch: borrowing ScratchDirectory) async throws -> (NginxProcess, DaemonProcess) {
+        let nginx = try NginxProcess(in: scratch, servers: servers)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
+            auth: "  method: none", credentials: [:]
+        )
+        return (nginx, daemon)
+    }
+
     /// `count` bytes, the same throughout but for its first: a file of its own per size.
     static func content(_ count: Int, _ tag: UInt8) -> Data {
         var data = Data(repeating: 0x5A, count: count)
@@ -57,12 +68,7 @@ struct BandwidthIntegrationTests {
 
     @Test func theRateNginxMeasuresIsTheLimitAtThreeRatesEachSetByAReload() async throws {
         let scratch = try ScratchDirectory("bandwidth")
-        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
-        try await nginx.start()
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
-            auth: "  method: none", credentials: [:]
-        )
+        let (nginx, daemon) = try await Self.started(in: scratch)
         try await Self.setBandwidth("256KiB/s", daemon, reload: false)
         try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
             for (index, (setting, rate)) in [("256KiB/s", 256 * 1024), ("1MiB/s", 1 << 20), ("4MiB/s", 4 << 20)].enumerated() {
@@ -89,12 +95,7 @@ struct BandwidthIntegrationTests {
     /// A reload lifts the limit of an upload under way: the rest of its body goes at once.
     @Test func aReloadChangesTheRateOfTheUploadUnderWay() async throws {
         let scratch = try ScratchDirectory("bandwidth-reload")
-        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
-        try await nginx.start()
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
-            auth: "  method: none", credentials: [:]
-        )
+        let (nginx, daemon) = try await Self.started(in: scratch)
         try await Self.setBandwidth("128KiB/s", daemon, reload: false)
         try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
             // 60 s at 128 KiB/s.
@@ -114,12 +115,7 @@ struct BandwidthIntegrationTests {
     /// without a byte taken, not a request waiting for ever; once it reads again, the file goes.
     @Test func aServerThatStopsReadingMidBodyIsAnIncidentAtTheRequestTimeout() async throws {
         let scratch = try ScratchDirectory("bandwidth-stalled")
-        let nginx = try NginxProcess(in: scratch, servers: Self.servers)
-        try await nginx.start()
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: nginx.baseURL, api: ForeignServerIntegrationTests.webDAVContract(nginx).replacingOccurrences(of: "/dav/incoming/", with: "/dav/"),
-            auth: "  method: none", credentials: [:]
-        )
+        let (nginx, daemon) = try await Self.started(in: scratch)
         // 16 s at 2 MiB/s: still on its way when nginx stops, and more than the kernel's buffers hold.
         try await Self.setBandwidth("2MiB/s", daemon, reload: false)
         try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {

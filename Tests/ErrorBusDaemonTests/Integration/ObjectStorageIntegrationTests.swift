@@ -242,6 +242,17 @@ struct ObjectStorageIntegrationTests {
         }
     }
 
+    /// A daemon sending files to moto's bucket under `url` with `If-None-Match: *`, by `contract`.
+    static func neverReplacing(_ contract: String, url: String, _ scratch: borrowing ScratchDirectory, _ moto: MotoS3Process) throws -> DaemonProcess {
+        let contract = contract
+            .replacingOccurrences(of: "url: /{hostname}/{year}/{month}/{day}/{name}", with: "url: \(url)")
+            .replacingOccurrences(of: #"headers: ["#, with: #"headers: ["If-None-Match: *", "#)
+        return try DaemonProcess(
+            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: contract, auth: auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+    }
+
     /// `If-None-Match: *`, the URL made of the content: what the store has there already is the
     /// file (a delivery whose answer was lost, the file dropped again), so its `412` is a
     /// delivery, for a file in one request and one in parts (whose upload is aborted, leaving no
@@ -249,13 +260,7 @@ struct ObjectStorageIntegrationTests {
     @Test func anObjectTheStoreHasUnderItsContentAlreadyIsDeliveredWithoutReplacingIt() async throws {
         let scratch = try ScratchDirectory("s3-exists")
         let moto = try await MotoS3Process()
-        let contract = Self.partsContract
-            .replacingOccurrences(of: "url: /{hostname}/{year}/{month}/{day}/{name}", with: "url: /by-content/{sha256}")
-            .replacingOccurrences(of: #"headers: ["#, with: #"headers: ["If-None-Match: *", "#)
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: contract, auth: Self.auth(moto),
-            credentials: ["secret-access-key": moto.info.secretAccessKey]
-        )
+        let daemon = try Self.neverReplacing(Self.partsContract, url: "/by-content/{sha256}", scratch, moto)
         let small = Data("stored before\n".utf8)
         let large = try Self.largeFile()
         try await Self.run(daemon, moto) { http in
@@ -280,13 +285,7 @@ struct ObjectStorageIntegrationTests {
     @Test func anObjectOfTheSameNameIsNotReplacedAndTheFileIsADeadLetterSayingSo() async throws {
         let scratch = try ScratchDirectory("s3-taken")
         let moto = try await MotoS3Process()
-        let contract = Self.contract
-            .replacingOccurrences(of: "url: /{hostname}/{year}/{month}/{day}/{name}", with: "url: /by-name/{name}")
-            .replacingOccurrences(of: #"headers: ["#, with: #"headers: ["If-None-Match: *", "#)
-        let daemon = try DaemonProcess(
-            in: scratch, baseURL: moto.info.endpoint + "/" + moto.info.bucket, api: contract, auth: Self.auth(moto),
-            credentials: ["secret-access-key": moto.info.secretAccessKey]
-        )
+        let daemon = try Self.neverReplacing(Self.contract, url: "/by-name/{name}", scratch, moto)
         let theirs = Data("someone else's\n".utf8)
         try await Self.run(daemon, moto) { http in
             #expect(try await Self.send("PUT", "by-name/taken.txt", moto, http: http, body: theirs).status == 200)
