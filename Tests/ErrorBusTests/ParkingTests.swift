@@ -30,6 +30,42 @@ struct ParkingTests {
         }
     }
 
+    /// A canary repeating a run that failed after 5 s (a large upload cut half way) costs five
+    /// tokens: the second waits for them, where one token would have been there.
+    @Test(.timeLimit(.minutes(1)))
+    func aCanaryCostsATokenPerSecondOfTheRunItRepeats() async throws {
+        var configuration = ErrorBusConfiguration.forTesting
+        // Six tokens to start, one more every ten seconds; successes add none.
+        configuration.retryBudget = .init(successRatio: 0, floorPerMinute: 6, capacity: 10)
+        configuration.backoff = .init(base: .milliseconds(1), factor: 1, cap: .milliseconds(1))
+        try await withRunningBus(configuration: configuration) { bus, clock, events in
+            let runs = TimeLog(clock: clock)
+            // The clock moves from one deadline to the next once whatever it woke has done its work.
+            let driver = Task {
+                while !Task.isCancelled {
+                    await clock.sleepers(atLeast: 1)
+                    for _ in 0..<100 { await Task.yield() }
+                    while clock.wakingCount > 0 { await Task.yield() }
+                    _ = clock.advanceToNextDeadline()
+                }
+            }
+            defer { driver.cancel() }
+            _ = await bus.submit(.sync(0)) {
+                runs.record()
+                try await clock.sleep(for: .seconds(5))
+                throw TestFailure.transient
+            } completion: { _ in }
+            // The run fails after 5 s; its canary waits 5 s (what the run cost), takes five of
+            // the seven tokens, and fails after 5 s; the next waits 10 s and finds 3.5 tokens of
+            // the five it costs: 15 s more. At one token a canary, it would have run at once.
+            let exhausted = try await events.next(.budgetExhausted)
+            let wait = try #require(exhausted.delay)
+            driver.cancel()
+            #expect(wait > .seconds(14) && wait <= .seconds(15), "\(wait)")
+            #expect(runs.times.first == ManualClock.Instant(offset: .zero))
+        }
+    }
+
     @Test func aCanaryWaitsForTheRetryBudget() async throws {
         var configuration = ErrorBusConfiguration.forTesting
         configuration.retryBudget = .init(successRatio: 0, floorPerMinute: 1, capacity: 1)

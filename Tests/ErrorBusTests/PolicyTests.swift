@@ -187,4 +187,27 @@ import Testing
         budget.deposit(successes: 1_000_000)
         #expect(budget.tokens == 100)
     }
+
+    /// A retry costs a token, or one per second of the failed run it repeats (a large upload cut
+    /// half way), at most the bucket, which it waits for whole.
+    @Test func aRetryOfALongFailedRunCostsATokenPerSecondOfIt() {
+        let configuration = ErrorBusConfiguration.RetryBudget(successRatio: 0.1, floorPerMinute: 6, capacity: 10)
+        var budget = RetryBudget<ManualClock.Instant>(configuration, at: .seconds(0))
+        #expect(budget.price(ofRetryAfterRun: .milliseconds(30)) == 1)
+        #expect(budget.price(ofRetryAfterRun: .seconds(4)) == 4)
+        #expect(budget.price(ofRetryAfterRun: .seconds(600)) == 10)
+        // Six tokens to start: a four-second run's retry is paid, a second one is not.
+        let first = budget.withdraw(at: .seconds(0), price: 4)
+        #expect(first)
+        #expect(budget.tokens == 2)
+        let second = budget.withdraw(at: .seconds(0), price: 4)
+        #expect(!second)
+        #expect(budget.tokens == 2, "a refused price takes nothing")
+        // Two more tokens from the floor: twenty seconds.
+        #expect(budget.nextToken(after: .seconds(0), price: 4) == .seconds(20))
+        let third = budget.withdraw(at: .seconds(20), price: 4)
+        #expect(third)
+        // A retry of a ten-minute run waits for the whole bucket.
+        #expect(budget.nextToken(after: .seconds(20), price: budget.price(ofRetryAfterRun: .seconds(600))) == .seconds(120))
+    }
 }

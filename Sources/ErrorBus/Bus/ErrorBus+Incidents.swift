@@ -116,8 +116,11 @@ extension ErrorBus {
                 return
             }
             creditSuccesses()
-            guard byOperator || !incident.policy.canaryDrawsOnBudget || budget.withdraw(at: now) else {
-                let retryAt = budget.nextToken(after: now)
+            // Priced by what the last run it repeats cost (a canary that failed after a minute
+            // costs more than one refused at once).
+            let price = budget.price(ofRetryAfterRun: incident.lastFailedRun)
+            guard byOperator || !incident.policy.canaryDrawsOnBudget || budget.withdraw(at: now, price: price) else {
+                let retryAt = budget.nextToken(after: now, price: price)
                 schedule(.canary, at: retryAt, for: incident)
                 emit(BusEvent(
                     kind: .budgetExhausted,
@@ -499,9 +502,9 @@ extension ErrorBus {
 
     // MARK: - Retry budget
 
-    /// Arms a wake-up for when the budget has a token for the waiting retries.
+    /// Arms a wake-up for when the budget has the tokens for the first waiting retry.
     func scheduleBudgetWake(after now: TimelineInstant) {
-        let wakeAt = budget.nextToken(after: now)
+        let wakeAt = budget.nextToken(after: now, price: budgetWaiters.first.map { budget.price(ofRetryAfterRun: $0.lastRun) } ?? 1)
         if let armed = budgetWakeAt, armed <= wakeAt { return }
         budgetWakeAt = wakeAt
         work.yield(.budgetTimer(deadline: wakeAt))
@@ -527,7 +530,7 @@ extension ErrorBus {
         creditSuccesses()
         let now = clock.now()
         var ready: [Command] = []
-        while !budgetWaiters.isEmpty, budget.withdraw(at: now) {
+        while let first = budgetWaiters.first, budget.withdraw(at: now, price: budget.price(ofRetryAfterRun: first.lastRun)) {
             ready.append(budgetWaiters.removeFirst())
         }
         if !budgetWaiters.isEmpty { scheduleBudgetWake(after: now) }

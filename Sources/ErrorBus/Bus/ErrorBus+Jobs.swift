@@ -654,14 +654,15 @@ extension ErrorBus {
         if let stopped = limitReached(command, failure: failure, incident: nil) { return .stopped(stopped) }
         creditSuccesses()
         let now = clock.now()
-        if budgetWaiters.isEmpty && budget.withdraw(at: now) { return .retryNow }
+        let price = budget.price(ofRetryAfterRun: command.lastRun)
+        if budgetWaiters.isEmpty && budget.withdraw(at: now, price: price) { return .retryNow }
         if command.job.whenHeld == .failFast {
             // The retry would wait for the budget: a job that may not wait ends now.
             return .stopped(JobStopped(evaluation: .cancel, reason: .held, failure: failure))
         }
         if command.durable {
             // Its owner keeps it until the budget has a token.
-            return .retryLater(now.duration(to: budget.nextToken(after: now)))
+            return .retryLater(now.duration(to: budget.nextToken(after: now, price: price)))
         }
         budgetWaiters.append(command)
         scheduleExpiry(of: command)
@@ -802,6 +803,7 @@ extension ErrorBus {
     /// Moves `incident`'s next canary to no sooner than what trying `command`, whose run just
     /// failed under it, again costs (``retryCost(of:)``).
     func postponeCanary(of incident: IncidentRecord, byCostOf command: Command) {
+        incident.lastFailedRun = command.lastRun
         let cost = retryCost(of: command)
         guard cost > .zero, let next = incident.next, next.step == .canary else { return }
         let earliest = clock.now().advanced(by: cost)

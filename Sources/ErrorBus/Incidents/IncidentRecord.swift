@@ -61,6 +61,9 @@ final class IncidentRecord {
     var released = 0
     var deadLettered = 0
     /// The step the policy scheduled and when.
+    /// How long the last failed run of a job it holds took: what its next canary costs the
+    /// retry budget (``RetryBudget/price(ofRetryAfterRun:)``).
+    var lastFailedRun = Duration.zero
     var next: (step: PolicyStep, at: TimelineInstant)?
     /// Bumped whenever the schedule changes, so that stale timers, probes and releases are
     /// recognised and ignored.
