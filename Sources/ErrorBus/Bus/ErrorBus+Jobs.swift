@@ -801,10 +801,13 @@ extension ErrorBus {
     }
 
     /// Moves `incident`'s next canary to no sooner than what trying `command`, whose run just
-    /// failed under it, again costs (``retryCost(of:)``).
+    /// failed under it, again costs: for an incident of its own, ``retryCost(of:)``; for one of
+    /// its scope's, the run's length alone, not doubled: its canaries test the scope, whose
+    /// return is noticed no later than one run after (a server that hangs costs each canary its
+    /// timeout, and the retry budget prices it so).
     func postponeCanary(of incident: IncidentRecord, byCostOf command: Command) {
         incident.lastFailedRun = command.lastRun
-        let cost = retryCost(of: command)
+        let cost = incident.isolation ? retryCost(of: command) : command.lastRun
         guard cost > .zero, let next = incident.next, next.step == .canary else { return }
         let earliest = clock.now().advanced(by: cost)
         if next.at < earliest { schedule(.canary, at: earliest, for: incident) }
