@@ -32,8 +32,13 @@ package struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Du
         min(configuration.capacity, max(1, run.seconds))
     }
 
-    /// Takes `price` tokens (one by default) for a retry, if there are as many.
-    package mutating func withdraw(at now: Instant, price: Double = 1) -> Bool {
+    /// Takes one token for a retry, if there is one.
+    package mutating func withdraw(at now: Instant) -> Bool {
+        withdraw(at: now, price: 1)
+    }
+
+    /// Takes `price` tokens for a retry, if there are as many.
+    package mutating func withdraw(at now: Instant, price: Double) -> Bool {
         refill(at: now)
         // At the instant `nextToken(after:)` named, the refill can fall short of a whole token by
         // a rounding error; a timer set for that instant must find its token there.
@@ -45,8 +50,13 @@ package struct RetryBudget<Instant: InstantProtocol>: Equatable where Instant.Du
     /// Computed: a generic type has no static stored properties.
     private static var rounding: Double { 1e-9 }
 
-    /// When the floor refill alone will have produced `price` tokens (one by default).
-    package func nextToken(after now: Instant, price: Double = 1) -> Instant {
+    /// When the floor refill alone will have produced a whole token.
+    package func nextToken(after now: Instant) -> Instant {
+        nextToken(after: now, price: 1)
+    }
+
+    /// When the floor refill alone will have produced `price` tokens.
+    package func nextToken(after now: Instant, price: Double) -> Instant {
         let missing = max(0, price - tokens)
         let perSecond = configuration.floorPerMinute / 60
         return now.advanced(by: .seconds(missing / perSecond))
