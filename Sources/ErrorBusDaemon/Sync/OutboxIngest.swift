@@ -266,8 +266,9 @@ actor OutboxIngest {
             var known = seen.stamps(of: slice)
             for (name, file) in stored { known[name] = FileStamp(file) ?? known[name] }
             if settings.backlog.rejectsNew, let room = await room(), room.isFull {
-                // No room even for the smallest file: the new ones are not even read.
-                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && stored[$0] == nil })
+                // No room even for the smallest file: the new ones are not even read. One found
+                // to be no file to upload (a directory, an unreadable file) is not left out again.
+                reject(slice.filter { known[$0] == nil && !$0.hasPrefix(".") && stored[$0] == nil && unreadable[$0] == nil })
                 continue
             }
             let inspections: [OutboxInspector.Inspection]
