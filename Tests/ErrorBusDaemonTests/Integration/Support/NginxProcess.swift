@@ -92,20 +92,26 @@ final class NginxProcess: Sendable {
     /// The access log so far.
     var log: String { (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? "" }
 
-    /// A port nobody listens on now: the kernel's pick for a socket bound to port 0.
+    /// A port nobody listens on now, below the kernel's ephemeral range
+    /// (`net.ipv4.ip_local_port_range`, 32768 and up here): one the kernel picked for a socket
+    /// bound to port 0 is in that range, and was seen taken as the source port of another test's
+    /// connection before the server bound it ("Address already in use").
     static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw ChildProcessError(description: "socket failed: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        for _ in 0..<1000 {
+            let port = Int.random(in: 10_000..<32_768)
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard socket >= 0 else { throw ChildProcessError(description: "socket failed: errno \(errno)") }
+            defer { close(socket) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            if bound { return port }
         }
-        guard bound else { throw ChildProcessError(description: "bind failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw ChildProcessError(description: "no free port between 10000 and 32767")
     }
 
     /// An htpasswd line for `user` and `password` (`openssl passwd -apr1`, which nginx reads).
