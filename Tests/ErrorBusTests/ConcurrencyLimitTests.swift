@@ -41,6 +41,36 @@ struct ConcurrencyLimitTests {
         #expect(again && limit.inFlight == 3)
     }
 
+    /// A lent slot counts toward the maximum only; its success neither grows the limit nor
+    /// teaches the latency; its back-pressure still halves the limit.
+    @Test func aLentSlotCountsTowardTheMaximumOnlyAndItsSuccessTeachesNothing() {
+        var limit = Limit(.init(maximum: 3))
+        let acquired1 = limit.acquire()
+        #expect(acquired1 == true)
+        let acquired2 = limit.acquire()
+        #expect(acquired2 == false)
+        limit.lend()
+        limit.lend()  // once per holder: one slot is held
+        #expect(limit.lent == 1)
+        let acquired3 = limit.acquire()
+        #expect(acquired3 == true)
+        limit.lend()
+        let acquired4 = limit.acquire()
+        #expect(acquired4 == true)
+        // Three hold a slot: the maximum, though two are lent.
+        let acquired5 = limit.acquire()
+        #expect(acquired5 == false)
+        limit.releaseLent(.success(latency: .seconds(30)), at: .seconds(0))
+        #expect(limit.permits == 1)
+        #expect(limit.baseline == nil)
+        limit.release(.success(latency: fast), at: .seconds(0))
+        #expect(limit.permits == 2)
+        #expect(limit.baseline == fast)
+        limit.releaseLent(.backPressure, at: .seconds(1))
+        #expect(limit.permits == 1)
+        #expect(limit.inFlight == 0 && limit.lent == 0)
+    }
+
     @Test func pastTheThresholdTheLimitGrowsByOnePerRoundTrip() {
         var limit = Limit(.init(maximum: 64, initial: 8))
         run(&limit, 1, .success(latency: fast))

@@ -93,6 +93,40 @@ struct ConcurrencySlotTests {
         }
     }
 
+    /// A long run that lends its slot (an upload whose body has been on its way for seconds)
+    /// lets the scope's next job run beside it though the slow start is at one slot, counts
+    /// toward the maximum still.
+    @Test func aRunThatLendsItsSlotLetsTheNextJobRunUpToTheMaximum() async throws {
+        var configuration = ErrorBusConfiguration.forTesting
+        configuration.concurrency = .init(maximum: 2)
+        try await withRunningBus(configuration: configuration) { bus, _, _ in
+            let (opened, open) = AsyncStream<Void>.makeStream()
+            let long = Task {
+                try await bus.perform(.sync(0)) {
+                    ErrorBus.currentSlot?.lend()
+                    ErrorBus.currentSlot?.lend()
+                    for await _ in opened { break }
+                }
+            }
+            try await waitFor(bus) { $0.inFlight == 1 }
+            #expect(await bus.snapshot().concurrency.first?.limit == 1)
+            // The slow start is at one slot, held by the long run: the next job runs beside it.
+            try await bus.perform(.sync(1)) {}
+            // Its success grew the limit to 2; the long run holds a slot of the maximum (2),
+            // so a job that never ends and a third wait for one: the maximum still bounds them.
+            let (never, _) = AsyncStream<Void>.makeStream()
+            let second = Task { try await bus.perform(.sync(2)) { for await _ in never {} } }
+            try await waitFor(bus) { $0.inFlight == 2 }
+            let third = Task { try await bus.perform(.sync(3)) {} }
+            try await waitFor(bus) { $0.waiting == 1 }
+            open.yield()
+            try await long.value
+            try await third.value
+            second.cancel()
+            _ = try? await second.value
+        }
+    }
+
     @Test func aRunWaitingForASlotCanBeCancelled() async throws {
         var configuration = ErrorBusConfiguration.forTesting
         configuration.concurrency = .fixed(1)

@@ -55,6 +55,8 @@ struct Admission: Sendable {
         /// The number of its job's fresh run that failed, when its failures since nearly single
         /// it out (``ScopeOutcomes/suspect(freshRun:)``): a success clears it.
         var suspected: UInt64? = nil
+        /// Whether its slot was lent (``lend(_:at:)``).
+        var lent = false
     }
 
     init(concurrency: ErrorBusConfiguration.Concurrency, pacing: ErrorBusConfiguration.Pacing) {
@@ -117,7 +119,7 @@ struct Admission: Sendable {
                 if let suspected = ending.suspected { scope.outcomes[job.service]?.clear(freshRun: suspected) }
             }
             guard ending.teaches else {
-                scope.limit.release(.other, at: now)
+                if ending.lent { scope.limit.releaseLent(.other, at: now) } else { scope.limit.release(.other, at: now) }
                 return
             }
             var outcome = ending.outcome
@@ -131,7 +133,7 @@ struct Admission: Sendable {
             // short queue): the concurrency limit answers it; the rate is cut only for a
             // refusal that no queue explains (a rate, a quota).
             let queueing = scope.limit.isQueueing
-            scope.limit.release(outcome, at: now)
+            if ending.lent { scope.limit.releaseLent(outcome, at: now) } else { scope.limit.release(outcome, at: now) }
             switch ending.outcome {
             case .success: scope.rate.succeeded(at: now)
             case .overloaded where queueing: scope.rate.answered(at: now)
@@ -139,6 +141,13 @@ struct Admission: Sendable {
             case .backPressure, .other: scope.rate.answered(at: now)
             }
         }
+        return admitWaiting(job.scope, at: now)
+    }
+
+    /// Lends the slot a run of `job` holds (``ConcurrencyLimit/lend()``), and hands the slots
+    /// that frees to the runs waiting: the caller resumes them, outside the lock.
+    mutating func lend(_ job: Job, at now: TimelineInstant) -> (answers: [(Waiter, SlotGrant)], wake: TimelineInstant?) {
+        withScope(job.scope) { $0.limit.lend() }
         return admitWaiting(job.scope, at: now)
     }
 

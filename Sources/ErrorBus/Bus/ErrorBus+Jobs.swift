@@ -383,14 +383,15 @@ extension ErrorBus {
             let successesBefore = admission.withLock { $0.outcomes(of: command.job.service, at: command.job.scope).successes }
             command.limits?.runs.add(1, ordering: .relaxed)
             let underWay = running.withLock { $0.start(command.job) }
+            let slot = takesSlot ? RunSlot(bus: self, job: command.job) : nil
             do {
-                try await run(command)
+                try await Self.$runSlot.withValue(slot) { try await run(command) }
                 // A run that succeeded stands, whoever asked to cancel it meanwhile.
                 _ = running.withLock { $0.finish(underWay) }
                 let now = clock.now()
                 let latency = started.duration(to: now)
-                if takesSlot {
-                    releaseSlot(command.job, ending(command, .success(latency: latency), startedAt: started), at: now)
+                if let slot {
+                    releaseSlot(command.job, ending(command, .success(latency: latency), startedAt: started, lent: slot.giveBack()), at: now)
                 } else {
                     admission.withLock { $0.calibrate(command.job, with: latency, fresh: command.isFresh, counts: command.counts, suspected: command.suspectedFreshRun) }
                 }
@@ -400,7 +401,7 @@ extension ErrorBus {
                 let decision = await failed(command, error, context, startedAt: started, successesBefore: successesBefore, retried: retried)
                 // Given back once the failure is routed: runs waiting for the slot find the
                 // incident it opened holding the scope, and park.
-                if takesSlot { releaseSlot(command.job, ending(command, Self.load(signalledBy: error), startedAt: started), at: clock.now()) }
+                if let slot { releaseSlot(command.job, ending(command, Self.load(signalledBy: error), startedAt: started, lent: slot.giveBack()), at: clock.now()) }
                 if running.withLock({ $0.finish(underWay) }) {
                     // Cancelled while it ran: its failure counted, and it ends here.
                     return await stopCancelled(command, after: decision, context)
@@ -507,8 +508,13 @@ extension ErrorBus {
     }
 
     /// What a run that held a slot says of its scope.
-    private nonisolated func ending(_ command: Command, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, startedAt started: TimelineInstant) -> Admission.Ending {
-        Admission.Ending(outcome: outcome, startedAt: started, fresh: command.isFresh, counts: command.counts, teaches: command.teaches, suspected: command.suspectedFreshRun)
+    private nonisolated func ending(
+        _ command: Command, _ outcome: ConcurrencyLimit<TimelineInstant>.Outcome, startedAt started: TimelineInstant, lent: Bool
+    ) -> Admission.Ending {
+        Admission.Ending(
+            outcome: outcome, startedAt: started, fresh: command.isFresh, counts: command.counts, teaches: command.teaches,
+            suspected: command.suspectedFreshRun, lent: lent
+        )
     }
 
     /// Gives back a job's slot of its scope, and lets the runs it frees go on.
@@ -528,7 +534,7 @@ extension ErrorBus {
 
     /// Arms the timer that hands out a scope's slots again at `deadline`, when its rate or a pause
     /// withholds them until then.
-    private nonisolated func wakeScope(_ scope: String, at deadline: TimelineInstant?) {
+    nonisolated func wakeScope(_ scope: String, at deadline: TimelineInstant?) {
         guard let deadline else { return }
         work.yield(.paceTimer(scope: scope, deadline: deadline))
     }

@@ -54,6 +54,9 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     public private(set) var slowStartThreshold: Double
     /// Jobs holding a slot.
     public private(set) var inFlight = 0
+    /// Of ``inFlight``, the jobs whose slot is lent (``lend()``): their runs go on without
+    /// weighing on the scope's queue, and count toward the maximum only.
+    public private(set) var lent = 0
     /// The baseline latency: an exponentially weighted average of the round trips' mean latencies.
     public private(set) var baseline: Duration?
     /// The baseline's mean deviation, weighted the same way.
@@ -78,14 +81,37 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
     /// How many jobs may hold a slot at once now.
     public var permits: Int { max(1, Int(limit)) }
 
-    /// Whether a slot is free.
-    public var hasFreeSlot: Bool { inFlight < permits }
+    /// Whether a slot is free: fewer than ``permits`` jobs hold one that is not lent, and fewer
+    /// than the maximum hold one at all.
+    public var hasFreeSlot: Bool { inFlight - lent < permits && inFlight < configuration.maximum }
 
     /// Takes a slot if one is free.
     public mutating func acquire() -> Bool {
         guard hasFreeSlot else { return false }
         inFlight += 1
         return true
+    }
+
+    /// A job that holds a slot goes on without weighing on the scope's queue: a long transfer
+    /// that the server keeps taking (an upload's body under way for seconds, or paced by a
+    /// bandwidth limit) says nothing of how many requests the server can answer at once. Its slot
+    /// no longer counts toward the limit, only toward the maximum, so that one long upload
+    /// neither holds a slow start at one slot nor keeps the scope's other jobs waiting; give it
+    /// back with ``releaseLent(_:at:)``.
+    public mutating func lend() {
+        if lent < inFlight { lent += 1 }
+    }
+
+    /// Gives back a lent slot, with what its job came to: a failure teaches as any other does;
+    /// a success neither grows the limit nor teaches the latency (the transfer's length, not
+    /// the server's answer).
+    public mutating func releaseLent(_ outcome: Outcome, at now: Instant) {
+        lent = max(0, lent - 1)
+        if case .success = outcome {
+            release(.other, at: now)
+        } else {
+            release(outcome, at: now)
+        }
     }
 
     /// Gives back a slot, with what the job that held it came to.

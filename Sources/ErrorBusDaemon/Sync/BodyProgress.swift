@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ErrorBus
 import NIOCore
 import Synchronization
 
@@ -13,6 +14,10 @@ import Synchronization
 /// for, or, after the last, without the answer's head. The time the body spends producing a chunk
 /// (reading the file, waiting its turn under `sync.bandwidth`) is not the peer's and never counts;
 /// nor does the time before the first chunk (a connection is bounded by its connect timeout).
+///
+/// A body still on its way a second after its first chunk lends its run's slot
+/// (``RunSlot/lend()``): a long upload is the link's or the bandwidth limit's, not the server's
+/// queue, and must not keep the scope's other uploads waiting for it.
 final class BodyProgress: Sendable {
     private enum State {
         case notStarted
@@ -22,9 +27,12 @@ final class BodyProgress: Sendable {
 
     let timeout: Duration
     private let state = Mutex(State.notStarted)
+    /// The slot to lend, and from when; `nil` once lent.
+    private let lending: Mutex<(slot: RunSlot, after: Duration, from: ContinuousClock.Instant?)?>
 
-    init(timeout: Duration) {
+    init(timeout: Duration, lending slot: RunSlot? = ErrorBus.currentSlot, after: Duration = .seconds(1)) {
         self.timeout = timeout
+        lending = Mutex(slot.map { ($0, after, nil) })
     }
 
     /// `chunks`, each asked for marking progress.
@@ -64,6 +72,18 @@ final class BodyProgress: Sendable {
 
     fileprivate func producing() {
         state.withLock { $0 = .producing }
+        let now = ContinuousClock.now
+        let due = lending.withLock { lending -> RunSlot? in
+            guard let current = lending else { return nil }
+            guard let from = current.from else {
+                lending?.from = now
+                return nil
+            }
+            guard from + current.after <= now else { return nil }
+            lending = nil
+            return current.slot
+        }
+        due?.lend()
     }
 
     fileprivate func produced() {
