@@ -15,6 +15,25 @@ public enum DirectoryWatcher {
         return try await wait(watching: directory, mask: mask, read: { try visibleEntries(of: directory) }, until: condition)
     }
 
+    /// Returns the sizes of a directory's visible entries, by name, once `condition` holds for
+    /// them: inotify wakes the waiter on every write to a file in it as well (a server's buffer
+    /// of a request body growing).
+    @discardableResult
+    public static func wait(
+        forSizesIn directory: String,
+        until condition: @escaping @Sendable ([String: Int]) -> Bool
+    ) async throws -> [String: Int] {
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE)
+        return try await wait(watching: directory, mask: mask, read: {
+            var sizes: [String: Int] = [:]
+            for name in try visibleEntries(of: directory) {
+                var status = stat()
+                if stat(directory + "/" + name, &status) == 0 { sizes[name] = Int(status.st_size) }
+            }
+            return sizes
+        }, until: condition)
+    }
+
     /// Returns a file's content once `condition` holds for it: inotify wakes the waiter on every
     /// write to the file (a log another process appends to).
     @discardableResult

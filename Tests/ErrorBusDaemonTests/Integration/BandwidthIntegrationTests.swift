@@ -100,11 +100,13 @@ struct BandwidthIntegrationTests {
         try await ForeignServerIntegrationTests.run(daemon, stopping: [nginx]) {
             // 60 s at 128 KiB/s.
             try daemon.drop("big.bin", content: Self.content(60 * 128 * 1024, 0xFF))
-            try await daemon.waitForLog("uploading=1")
+            // Its first MiB in nginx's buffer of the body: 8 s at the limit.
+            try await DirectoryWatcher.wait(forSizesIn: nginx.directory + "/tmp/body") { $0.values.contains { $0 >= 1 << 20 } }
             try await Self.setBandwidth("off", daemon, reload: true)
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             let (bytes, seconds) = try Self.measured(nginx, "big.bin")
             #expect(bytes >= Double(60 * 128 * 1024))
+            #expect(seconds >= 7.5, "the first MiB did not go at the limit: \(seconds) s in all")
             #expect(seconds < 30, "the upload kept the old limit: \(seconds) s")
         }
         await nginx.stop()
