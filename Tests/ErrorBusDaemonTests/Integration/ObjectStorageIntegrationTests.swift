@@ -9,6 +9,7 @@ import NIOCore
 import NIOFoundationEssentialsCompat
 import TestSupport
 import Testing
+import Varlink
 
 /// errorbusd uploading to object storage nobody here wrote: moto's S3 server, its authentication
 /// on (every request's signature checked against the access key it made), as the bucket. Files go
@@ -144,6 +145,150 @@ struct ObjectStorageIntegrationTests {
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             #expect(try await Self.keys(moto, http: http, bucket: "no-such-bucket").count == 3)
         }
+    }
+
+    /// Virtual-hosted addressing (the bucket in the host's name, `BUCKET.s3.test`), through an
+    /// HTTP proxy with a sign-in, as a host on a corporate network reaches a cloud's store: squid
+    /// resolves the bucket's name (its own hosts file; nothing here resolves `*.s3.test`), moto
+    /// takes the bucket from the `Host` the request was signed with.
+    @Test func aVirtualHostedBucketIsReachedThroughAProxy() async throws {
+        guard SquidProcess.executable != nil else { return }
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3-virtual-host")
+        let host = "\(moto.info.bucket).s3.test"
+        let squid = try await SquidProcess(in: scratch, users: [ProxyIntegrationTests.user: ProxyIntegrationTests.password], hosts: [host: "127.0.0.1"])
+        try await squid.start()
+        let port = try #require(moto.info.endpoint.split(separator: ":").last)
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: "http://\(host):\(port)",
+            api: Self.contract + "\n  proxy: \(squid.url)\n  proxy-user: \(ProxyIntegrationTests.user)",
+            auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey, "proxy-password": ProxyIntegrationTests.password]
+        )
+        do {
+            try await Self.run(daemon, moto) { http in
+                for file in Self.files { try daemon.drop(file.name, content: file.content) }
+                try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                let keys = try await Self.keys(moto, http: http)
+                #expect(keys.count == Self.files.count, "\(keys)")
+                for file in Self.files {
+                    let key = try #require(keys.first { $0.hasSuffix("/" + file.name) }, "no object for \(file.name) among \(keys)")
+                    let stored = try await Self.send("GET", key, moto, http: http)
+                    #expect(stored.status == 200 && stored.body == file.content, "\(file.name): \(stored.status)")
+                }
+                _ = try await daemon.stop()
+                try await squid.waitForAccess("TCP_TUNNEL/200", "CONNECT \(host):\(port) \(ProxyIntegrationTests.user)")
+                try await daemon.start()
+            }
+        } catch {
+            await squid.stop()
+            throw error
+        }
+        await squid.stop()
+    }
+
+    /// A store that paces (nginx's `limit_req` in front of moto, answering `503 SlowDown` with
+    /// S3's XML body past 4 requests a second, as S3 does per prefix): the scope's pacing, never
+    /// a bad file. Every file arrives; none is a dead letter; the refusals are told as `SlowDown`.
+    @Test func aStoreThatSaysSlowDownPacesTheUploadsAndLosesNone() async throws {
+        guard NginxProcess.executable != nil else { return }
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3-slow-down")
+        let nginx = try Self.inFront(of: moto, in: scratch, pacedAt: 4)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL + "/" + moto.info.bucket, api: Self.contract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey],
+            // As shipped: a cause that comes back within 10 s is the same incident.
+            environment: ["ERRORBUSD_BUS_SETTLE_WINDOW": "10s"]
+        )
+        let count = 40
+        do {
+            try await Self.run(daemon, moto) { http in
+                for number in 0..<count { try daemon.drop("file-\(number).txt", content: Data("file \(number)\n".utf8)) }
+                try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                #expect(try await Self.keys(moto, http: http).count == count)
+                let dead = try await ControlIntegrationTests.varlink(daemon) { try await $0.call(Control.listDeadLetters, .init()) }
+                #expect(dead.jobs.isEmpty, "\(dead.jobs)")
+                let statuses = try String(contentsOfFile: nginx.directory + "/status.log", encoding: .utf8).split(separator: "\n")
+                let slowDowns = statuses.filter { $0.hasPrefix("503 PUT") }.count
+                print("slow down: nginx answered \(slowDowns) of \(statuses.count) requests with 503 SlowDown for \(count) files")
+                #expect(slowDowns > 0, "the store never paced: \(statuses.count) requests")
+                // One incident, the store's pacing: nothing held back, no file singled out.
+                let opened = daemon.log.split(separator: "\n").filter { $0.contains(" opened: ") }
+                #expect(opened.count == 1, "\(opened)")
+                #expect(opened.first?.contains("Object store asks to slow down") == true, "\(opened)")
+                #expect(opened.first?.contains("ERRORBUS_CATEGORY=rateLimited") == true, "\(opened)")
+                #expect(!daemon.log.contains("set aside"), "\(daemon.log.suffix(3000))")
+            }
+        } catch {
+            await nginx.stop()
+            throw error
+        }
+        await nginx.stop()
+    }
+
+    /// nginx in front of moto, as a balancer: passing every request on, its `Host` kept (the
+    /// signature covers it); with `pacedAt`, past that many requests a second (and a burst of 2)
+    /// it answers `503 SlowDown` with S3's XML body, as S3 does per prefix.
+    static func inFront(of moto: MotoS3Process, in scratch: borrowing ScratchDirectory, pacedAt rate: Int? = nil) throws -> NginxProcess {
+        let motoPort = try #require(moto.info.endpoint.split(separator: ":").last)
+        let pacing = rate.map { _ in "limit_req zone=store burst=2 nodelay;\n            limit_req_status 503;\n            error_page 503 = @slowdown;" } ?? ""
+        return try NginxProcess(in: scratch, servers: """
+            limit_req_zone $binary_remote_addr zone=store:1m rate=\(rate ?? 1)r/s;
+            log_format status '$status $request_method $uri';
+            server {
+                listen 127.0.0.1:{port};
+                access_log {root}/status.log status;
+                client_max_body_size 0;
+                location / {
+                    \(pacing)
+                    proxy_pass http://127.0.0.1:\(motoPort);
+                    proxy_set_header Host $http_host;
+                    proxy_http_version 1.1;
+                    proxy_request_buffering off;
+                }
+                location @slowdown {
+                    default_type application/xml;
+                    return 503 '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>';
+                }
+            }
+            """)
+    }
+
+    /// The store's endpoint down (its balancer stopped: connections refused) is an outage: one
+    /// `unreachable` incident holding every upload, which the probe ends once it is back.
+    @Test func aStoreThatIsDownIsAnOutageAndItsReturnDeliversEverything() async throws {
+        guard NginxProcess.executable != nil else { return }
+        let moto = try await MotoS3Process()
+        let scratch = try ScratchDirectory("s3-down")
+        let nginx = try Self.inFront(of: moto, in: scratch)
+        try await nginx.start()
+        let daemon = try DaemonProcess(
+            in: scratch, baseURL: nginx.baseURL + "/" + moto.info.bucket, api: Self.contract, auth: Self.auth(moto),
+            credentials: ["secret-access-key": moto.info.secretAccessKey]
+        )
+        do {
+            try await Self.run(daemon, moto) { http in
+                await nginx.stop()
+                for number in 0..<3 { try daemon.drop("file-\(number).txt", content: Data("file \(number)\n".utf8)) }
+                try await daemon.waitForParked(3, under: 1)
+                let incidents = try await ForeignServerIntegrationTests.incidents(daemon)
+                #expect(incidents.count == 1, "\(incidents)")
+                #expect(incidents.first?.category == .unreachable, "\(incidents)")
+                #expect(incidents.first?.cause == "connectionRefused", "\(incidents)")
+                #expect(try await Self.keys(moto, http: http).isEmpty)
+
+                try await nginx.start()
+                try await daemon.waitForLog("incident 1 recovered")
+                try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
+                #expect(try await Self.keys(moto, http: http).count == 3)
+            }
+        } catch {
+            await nginx.stop()
+            throw error
+        }
+        await nginx.stop()
     }
 
     // MARK: - Large files in parts

@@ -6,7 +6,9 @@ import TestSupport
 /// A real squid (Debian's), run by the test in the foreground on a loopback port of its own, as
 /// the HTTP proxy of a corporate network: every request signs in with Basic (`basic_ncsa_auth`
 /// over an htpasswd file), `CONNECT` goes to any port, a port in `refusedPorts` is refused
-/// (`403`). Its configuration and logs are in a scratch directory squid's user owns.
+/// (`403`); names in `hosts` resolve, for squid alone, to their address (its `hosts_file`: a
+/// bucket's virtual host, say, without touching the machine's `/etc/hosts`). Its configuration
+/// and logs are in a scratch directory squid's user owns.
 ///
 /// squid logs a tunnel (`CONNECT host:port user`) when it closes: stop errorbusd, or wait, to see it.
 final class SquidProcess: Sendable {
@@ -16,7 +18,7 @@ final class SquidProcess: Sendable {
 
     static var executable: String? { ChildProcess.find("squid") }
 
-    init(in scratch: borrowing ScratchDirectory, users: [String: String], refusedPorts: [Int] = []) async throws {
+    init(in scratch: borrowing ScratchDirectory, users: [String: String], refusedPorts: [Int] = [], hosts: [String: String] = [:]) async throws {
         directory = scratch.file("squid")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         port = try NginxProcess.freePort()
@@ -24,8 +26,10 @@ final class SquidProcess: Sendable {
         for (user, password) in users { passwords += try await NginxProcess.htpasswd(user: user, password: password) }
         try passwords.write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
         let refused = refusedPorts.isEmpty ? "" : "acl refused port \(refusedPorts.map(String.init).joined(separator: " "))\nhttp_access deny refused\n"
+        try hosts.map { "\($0.value) \($0.key)\n" }.joined().write(toFile: directory + "/hosts", atomically: true, encoding: .utf8)
         let configuration = """
             http_port 127.0.0.1:\(port)
+            hosts_file \(directory)/hosts
             pid_filename \(directory)/squid.pid
             cache_effective_user proxy
             access_log stdio:\(directory)/access.log squid
@@ -49,7 +53,7 @@ final class SquidProcess: Sendable {
             throw ChildProcessError(description: "chmod of the scratch directory: errno \(errno)")
         }
         guard let user = getpwnam("proxy") else { throw ChildProcessError(description: "no user proxy (scripts/test installs squid)") }
-        for path in [directory, directory + "/access.log", directory + "/cache.log", directory + "/passwd", directory + "/squid.conf"] {
+        for path in [directory, directory + "/access.log", directory + "/cache.log", directory + "/passwd", directory + "/squid.conf", directory + "/hosts"] {
             guard chown(path, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else { throw ChildProcessError(description: "chown \(path): errno \(errno)") }
         }
     }
