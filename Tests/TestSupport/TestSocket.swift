@@ -97,6 +97,15 @@ public final class TestSocket: Sendable {
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
+    /// ``receive(timeout:)`` on a thread of its own: a test that waits for a datagram must not
+    /// block one of the few threads of Swift's cooperative pool (two on a 2-core machine), which
+    /// the code under test needs in order to send it.
+    public func received(timeout seconds: Int) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try self.receive(timeout: seconds) }) }.start()
+        }
+    }
+
     /// Reads the stream until the other side closes it.
     public func readToEnd() throws -> String {
         var received: [UInt8] = []
