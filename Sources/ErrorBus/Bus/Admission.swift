@@ -119,7 +119,7 @@ struct Admission: Sendable {
                 if let suspected = ending.suspected { scope.outcomes[job.service]?.clear(freshRun: suspected) }
             }
             guard ending.teaches else {
-                if ending.lent { scope.limit.releaseLent(.other, at: now) } else { scope.limit.release(.other, at: now) }
+                scope.limit.release(.other, at: now, lent: ending.lent)
                 return
             }
             var outcome = ending.outcome
@@ -133,7 +133,7 @@ struct Admission: Sendable {
             // short queue): the concurrency limit answers it; the rate is cut only for a
             // refusal that no queue explains (a rate, a quota).
             let queueing = scope.limit.isQueueing
-            if ending.lent { scope.limit.releaseLent(outcome, at: now) } else { scope.limit.release(outcome, at: now) }
+            scope.limit.release(outcome, at: now, lent: ending.lent)
             switch ending.outcome {
             case .success: scope.rate.succeeded(at: now)
             case .overloaded where queueing: scope.rate.answered(at: now)

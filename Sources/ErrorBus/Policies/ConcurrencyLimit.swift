@@ -114,6 +114,11 @@ public struct ConcurrencyLimit<Instant: InstantProtocol>: Sendable, Equatable wh
         }
     }
 
+    /// ``releaseLent(_:at:)`` when the slot was lent, ``release(_:at:)`` when not.
+    mutating func release(_ outcome: Outcome, at now: Instant, lent: Bool) {
+        if lent { releaseLent(outcome, at: now) } else { release(outcome, at: now) }
+    }
+
     /// Gives back a slot, with what the job that held it came to.
     public mutating func release(_ outcome: Outcome, at now: Instant) {
         inFlight = max(0, inFlight - 1)
