@@ -19,20 +19,28 @@ import Synchronization
 /// (``RunSlot/lend()``): a long upload is the link's or the bandwidth limit's, not the server's
 /// queue, and must not keep the scope's other uploads waiting for it.
 final class BodyProgress: Sendable {
-    private enum State {
+    private enum Phase {
         case notStarted
         case producing
         case waiting(since: ContinuousClock.Instant)
     }
 
+    private struct State {
+        var phase = Phase.notStarted
+        /// The run's slot, to lend once the body has been on its way `lendAfter`; `nil` once lent.
+        var slot: RunSlot?
+        /// When the first chunk was asked for.
+        var firstAsked: ContinuousClock.Instant?
+    }
+
     let timeout: Duration
-    private let state = Mutex(State.notStarted)
-    /// The slot to lend, and from when; `nil` once lent.
-    private let lending: Mutex<(slot: RunSlot, after: Duration, from: ContinuousClock.Instant?)?>
+    private let lendAfter: Duration
+    private let state: Mutex<State>
 
     init(timeout: Duration, lending slot: RunSlot? = ErrorBus.currentSlot, after: Duration = .seconds(1)) {
         self.timeout = timeout
-        lending = Mutex(slot.map { ($0, after, nil) })
+        lendAfter = after
+        state = Mutex(State(slot: slot))
     }
 
     /// `chunks`, each asked for marking progress.
@@ -62,7 +70,7 @@ final class BodyProgress: Sendable {
     private func watch() async throws {
         while true {
             let due: ContinuousClock.Instant? = state.withLock {
-                if case .waiting(let since) = $0 { since + timeout } else { nil }
+                if case .waiting(let since) = $0.phase { since + timeout } else { nil }
             }
             let now = ContinuousClock.now
             if let due, due <= now { throw HTTPClientError.writeTimeout }
@@ -71,23 +79,23 @@ final class BodyProgress: Sendable {
     }
 
     fileprivate func producing() {
-        state.withLock { $0 = .producing }
         let now = ContinuousClock.now
-        let due = lending.withLock { lending -> RunSlot? in
-            guard let current = lending else { return nil }
-            guard let from = current.from else {
-                lending?.from = now
+        let lend = state.withLock { state -> RunSlot? in
+            state.phase = .producing
+            guard let slot = state.slot else { return nil }
+            guard let first = state.firstAsked else {
+                state.firstAsked = now
                 return nil
             }
-            guard from + current.after <= now else { return nil }
-            lending = nil
-            return current.slot
+            guard first + lendAfter <= now else { return nil }
+            state.slot = nil
+            return slot
         }
-        due?.lend()
+        lend?.lend()
     }
 
     fileprivate func produced() {
-        state.withLock { $0 = .waiting(since: .now) }
+        state.withLock { $0.phase = .waiting(since: .now) }
     }
 }
 
