@@ -97,13 +97,9 @@ public final class TestSocket: Sendable {
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
-    /// ``receive(timeout:)`` on a thread of its own: a test that waits for a datagram must not
-    /// block one of the few threads of Swift's cooperative pool (two on a 2-core machine), which
-    /// the code under test needs in order to send it.
+    /// ``receive(timeout:)``, off Swift's cooperative pool (``offThePool(_:)``).
     public func received(timeout seconds: Int) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try self.receive(timeout: seconds) }) }.start()
-        }
+        try await offThePool { try self.receive(timeout: seconds) }
     }
 
     /// Reads the stream until the other side closes it.
@@ -129,5 +125,14 @@ public final class TestSocket: Sendable {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(length)) }
         }
+    }
+}
+
+/// Runs a blocking call (a `recv`, a `read` that waits for a peer) on a thread of its own: a test
+/// that blocks one of the few threads of Swift's cooperative pool (two on a 2-core machine) can
+/// keep the code under test from running, and so from ever answering it.
+public func offThePool<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
     }
 }

@@ -233,9 +233,10 @@ struct ObjectStorageIntegrationTests {
     /// it answers `503 SlowDown` with S3's XML body, as S3 does per prefix.
     static func inFront(of moto: MotoS3Process, in scratch: borrowing ScratchDirectory, pacedAt rate: Int? = nil) throws -> NginxProcess {
         let motoPort = try #require(moto.info.endpoint.split(separator: ":").last)
-        let pacing = rate.map { _ in "limit_req zone=store burst=2 nodelay;\n            limit_req_status 503;\n            error_page 503 = @slowdown;" } ?? ""
+        let zone = rate.map { "limit_req_zone $binary_remote_addr zone=store:1m rate=\($0)r/s;" } ?? ""
+        let pacing = rate == nil ? "" : "limit_req zone=store burst=2 nodelay;\n            limit_req_status 503;\n            error_page 503 = @slowdown;"
         return try NginxProcess(in: scratch, servers: """
-            limit_req_zone $binary_remote_addr zone=store:1m rate=\(rate ?? 1)r/s;
+            \(zone)
             log_format status '$status $request_method $uri';
             server {
                 listen 127.0.0.1:{port};

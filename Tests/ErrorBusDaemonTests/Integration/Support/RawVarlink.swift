@@ -82,10 +82,8 @@ final class RawVarlink: Sendable {
         }
     }
 
-    /// Runs blocking socket work on a Dispatch thread, never on the tests' cooperative pool.
+    /// Runs blocking socket work off the tests' cooperative pool (``offThePool(_:)``).
     static func blocking<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Swift.Result { try body() }) }
-        }
+        try await offThePool(body)
     }
 }
