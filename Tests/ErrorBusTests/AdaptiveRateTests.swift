@@ -170,7 +170,7 @@ struct AdaptiveRateTests {
         var rate = Rate(ErrorBusConfiguration.Pacing())
         var now = 0.0
         var used = 0
-        var windowStart = 0.0
+        let windowStart = 0.0
         var perQuarter = [0, 0, 0, 0]
         while now < 60 {
             if let due = rate.take(at: Self.at(now)) {
