@@ -116,6 +116,44 @@ extension JobStore {
 
     static let parkedCountsSQL = "SELECT incident, count FROM parked_count WHERE count > 0"
 
+    /// Where the queue stands as a release is asked for: every job it holds then, up to the newest,
+    /// and those of them in flight (claimed before it, or a canary). What the release waits for is
+    /// every other of those jobs to have run (``hasRun(since:)``).
+    package struct ReleaseMark: Sendable, Equatable {
+        /// The newest job's `seq`: jobs taken in later are not the release's.
+        package var newest: Int64
+        /// The jobs in flight then, whose runs began before the release.
+        package var inFlight: Set<Int64>
+    }
+
+    /// The queue as a release is asked for (``ReleaseMark``): two index reads, whatever the size
+    /// of the queue.
+    package func releaseMark() throws(StoreError) -> ReleaseMark {
+        try read("reading where the queue stands") { db in
+            let newest = try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM job") ?? 0
+            let inFlight = try Int64.fetchSet(db.cachedStatement(sql: Self.inFlightSQL), arguments: [newest])
+            return ReleaseMark(newest: newest, inFlight: inFlight)
+        }
+    }
+
+    /// Whether every job the queue held at `mark` has run since, its verdict recorded: none of
+    /// them is queued (a paced job waiting out its back-off is), and none is in flight but those
+    /// in flight at `mark`. Parked again, delivered, set aside or removed all count as run. An
+    /// index read for the oldest queued job and one for the few in flight.
+    package func hasRun(since mark: ReleaseMark) throws(StoreError) -> Bool {
+        try read("reading whether the released jobs ran") { db in
+            if try Int64.fetchOne(db.cachedStatement(sql: Self.oldestQueuedSQL), arguments: [mark.newest]) != nil { return false }
+            let inFlight = try Int64.fetchCursor(db.cachedStatement(sql: Self.inFlightSQL), arguments: [mark.newest])
+            while let seq = try inFlight.next() {
+                if !mark.inFlight.contains(seq) { return false }
+            }
+            return true
+        }
+    }
+
+    static let oldestQueuedSQL = "SELECT seq FROM job WHERE state = 'queued' AND seq <= ? ORDER BY seq LIMIT 1"
+    static let inFlightSQL = "SELECT seq FROM job WHERE state = 'inFlight' AND seq <= ?"
+
     /// Discards every job parked under `incident` with `reason`, in one `UPDATE`: an operator
     /// gives up an incident's work. They keep their incident, which tells what they waited on;
     /// their files stay in the outbox, the record that they must not be sent. Returns how many.

@@ -26,18 +26,21 @@ struct DurableQueueTests {
             #expect(snapshot.incidents.map(\.parked) == [0])
 
             // The cause goes away: the canary is one of the queue's parked jobs, run by the bus
-            // through the source; then the release gives the others back to the queue at once.
+            // through the source; then the release gives the others back to the queue at once,
+            // and is over once the owner has run them.
             scope.heal()
             clock.advance(by: try #require(try await events.next(.policyScheduled).incident?.next?.delay))
-            let resolved = try await events.next(.incidentResolved)
-            #expect(resolved.incident?.resolution == .recovered)
-            #expect(await queue.releases == [incident])
+            await queue.released(incident)
             #expect(await queue.count(.delivered) == 1)
             #expect(await queue.count(.queued) == 49)
+            #expect(await bus.snapshot().incidents.map(\.state) == [.releasing])
 
             let again = await queue.runQueued()
             #expect(again.allSatisfy { if case .succeeded = $0 { true } else { false } })
             #expect(await queue.count(.delivered) == 50)
+            let resolved = try await events.next(.incidentResolved)
+            #expect(resolved.incident?.resolution == .recovered)
+            #expect(await queue.releases == [incident])
         }
     }
 
@@ -61,7 +64,8 @@ struct DurableQueueTests {
 
     /// A scope that refuses one job while it serves the others paces: the owner keeps the job,
     /// to run again after the back-off the verdict names, and the incident ends once that
-    /// back-off is over and nothing failed again, as it does for the jobs the bus keeps.
+    /// back-off is over and the job ran without failing again, as it does for the jobs the bus
+    /// keeps: the bus asks the owner to say when it ran.
     @Test func aJobPacedInADurableQueueComesBackAfterItsBackOffAndTheIncidentEnds() async throws {
         try await withRunningBus { bus, clock, events in
             let refused = Mutex<Set<String>>(["item-20"])
@@ -82,9 +86,13 @@ struct DurableQueueTests {
             #expect(await bus.snapshot().parkedJobs == 0)
             #expect(await queue.count(.queued) == 1)
 
-            // Served when it runs again; its back-off over, the incident has nothing left to wait for.
+            // Its back-off over, the incident waits for the owner to run it: it does not end
+            // while the job is still queued.
             refused.withLock { $0 = [] }
             clock.advance(by: after)
+            await queue.released(incident.id)
+            #expect(await bus.snapshot().incidents.map(\.id) == [incident.id])
+            // Served when it runs again: the incident has nothing left to wait for.
             #expect(await queue.runQueued().count == 1)
             let resolved = try await events.next(.incidentResolved)
             #expect(resolved.incident?.id == incident.id && resolved.incident?.resolution == .recovered)
@@ -178,8 +186,13 @@ private actor DurableQueue: ParkedJobSource {
     private var order: [Job] = []
     private var states: [String: State] = [:]
     /// The incidents that released their jobs, and those whose canary the bus asked for.
-    private(set) var releases: [IncidentID] = []
+    private(set) var releases: [IncidentID] = [] {
+        didSet { releaseAsked.yield() }
+    }
     private(set) var canaries: [IncidentID] = []
+    private let (releasesAsked, releaseAsked) = AsyncStream.makeStream(of: Void.self)
+    /// Releases waiting for the jobs queued or running when they were asked to have run.
+    private var releaseWaits: [(jobs: Set<String>, continuation: CheckedContinuation<Void, Never>)] = []
 
     init(bus: ErrorBus, operation: @escaping @Sendable (Job) async throws -> Void) {
         self.bus = bus
@@ -230,6 +243,23 @@ private actor DurableQueue: ParkedJobSource {
             case .retry: .queued
             case .stopped: .stopped
             }
+        resumeRanReleases()
+    }
+
+    /// Waits until the bus has asked to release `incident`.
+    func released(_ incident: IncidentID) async {
+        var asked = releasesAsked.makeAsyncIterator()
+        while !releases.contains(incident) {
+            guard await asked.next() != nil else { return }
+        }
+    }
+
+    private func resumeRanReleases() {
+        releaseWaits.removeAll { wait in
+            guard !wait.jobs.contains(where: { [.queued, .running].contains(states[$0]) }) else { return false }
+            wait.continuation.resume()
+            return true
+        }
     }
 
     func discardParked() {
@@ -258,10 +288,17 @@ private actor DurableQueue: ParkedJobSource {
         return verdict
     }
 
-    func release(_ incident: IncidentID) {
-        releases.append(incident)
+    /// Queues the jobs parked under `incident` again, and returns once they and the jobs queued
+    /// before them have run.
+    func release(_ incident: IncidentID) async {
         for (id, state) in states {
             if case .parked(incident, _) = state { states[id] = .queued }
+        }
+        let jobs = Set(states.filter { [.queued, .running].contains($0.value) }.keys)
+        releases.append(incident)
+        await withCheckedContinuation { continuation in
+            releaseWaits.append((jobs, continuation))
+            resumeRanReleases()
         }
     }
 }

@@ -306,8 +306,11 @@ extension ErrorBus {
 
     /// Tells the owners of durable queues that the jobs parked under a resolved incident may go.
     nonisolated func releaseDurable(_ id: IncidentID, services: [String]) async {
-        for service in services {
-            await parkedJobSources[service]?.release(id)
+        let sources = await parkedJobSources(of: services)
+        await withDiscardingTaskGroup { group in
+            for source in sources {
+                group.addTask { await source.release(id) }
+            }
         }
     }
 
@@ -416,13 +419,23 @@ extension ErrorBus {
     /// Runs an incident's parked jobs again, each after a random delay of up to
     /// ``ErrorBusConfiguration/Release/spread``. Each run takes a slot of its scope's
     /// concurrency limit, which starts slow now that the cause is gone; at most
-    /// ``ErrorBusConfiguration/Concurrency/maximum`` released jobs are under way at once.
+    /// ``ErrorBusConfiguration/Concurrency/maximum`` released jobs are under way at once. The
+    /// jobs kept in durable queues go back to their owners' queues at once, where admission
+    /// paces them as new work. The release is over once every released job ran, the owners'
+    /// included (``ParkedJobSource/release(_:)``).
     nonisolated func runRelease(_ id: IncidentID, generation: UInt64) async {
-        // The jobs kept in durable queues go back to their owners' queues at once: admission
-        // paces them there, as new work.
-        for (_, source) in await takeDurableSources(id, generation: generation) {
-            await source.release(id)
+        let sources = await takeReleasedSources(id, generation: generation)
+        await withDiscardingTaskGroup { group in
+            for source in sources {
+                group.addTask { await source.release(id) }
+            }
+            await runReleased(id, generation: generation)
         }
+        await releaseFinished(id, generation: generation)
+    }
+
+    /// Runs the parked jobs the bus holds for a release under way.
+    private nonisolated func runReleased(_ id: IncidentID, generation: UInt64) async {
         let concurrency = configuration.concurrency.maximum
         await withTaskGroup(of: Void.self) { group in
             var running = 0
@@ -439,15 +452,17 @@ extension ErrorBus {
                 running += 1
             }
         }
-        await releaseFinished(id, generation: generation)
     }
 
-    /// The sources of the durable queues whose jobs a release under way lets go.
-    private func takeDurableSources(_ id: IncidentID, generation: UInt64) -> [(String, any ParkedJobSource)] {
+    /// The sources of the durable queues a release under way asks to let its jobs go: those
+    /// that keep jobs parked under it, or jobs it paced.
+    private func takeReleasedSources(_ id: IncidentID, generation: UInt64) -> [any ParkedJobSource] {
         guard let incident = incidents[id], incident.generation == generation, incident.state.releases else { return [] }
-        let sources = durableSources(of: incident)
-        incident.noneParkedDurably(incident.durableServices)
-        return sources
+        return parkedJobSources(of: incident.takeReleasedServices().sorted())
+    }
+
+    private func parkedJobSources(of services: [String]) -> [any ParkedJobSource] {
+        services.compactMap { parkedJobSources[$0] }
     }
 
     /// The next job to release, with its start delay; `nil` once release is over or stopped.
@@ -474,14 +489,14 @@ extension ErrorBus {
 
     private func releaseFinished(_ id: IncidentID, generation: UInt64) {
         guard let incident = incidents[id], incident.generation == generation, incident.state.releases else { return }
-        if incident.isEmpty {
+        if incident.isEmpty && incident.durableDue == nil {
             incident.isReleasing = false
             recovered(incident)
         } else if incident.hasReady {
             work.yield(.release(id, generation: generation))
         } else {
-            // Only jobs waiting out a back-off are left: the next of them due starts the next
-            // release.
+            // Only jobs waiting out a back-off are left, here or in their owners' queues: the
+            // next of them due starts the next release.
             incident.isReleasing = false
         }
     }

@@ -926,7 +926,7 @@ extension ErrorBus {
             // what its failures found waits for its next run.
             if failed { durableFailures.withLock { $0.save(command) } }
             if let due {
-                incident.pacedDurably(until: due)
+                incident.pacedDurably(command.job, until: due)
                 return .retryLater(max(.zero, clock.now().duration(to: due)))
             }
             incident.parkedDurably(command.job)

@@ -281,8 +281,23 @@ final class IncidentRecord {
     /// scope serves again, as it waits for its own paced jobs.
     private(set) var durableDue: TimelineInstant?
 
-    func pacedDurably(until due: TimelineInstant) {
+    /// The services whose owners keep jobs it paced, queued until their back-off is over: its
+    /// next release asks their sources too, to hear when those jobs ran.
+    private(set) var pacedServices: Set<String> = []
+
+    func pacedDurably(_ job: Job, until due: TimelineInstant) {
         durableDue = max(durableDue ?? due, due)
+        pacedServices.insert(job.service)
+    }
+
+    /// The services whose owners its release asks to let its jobs go and say when they ran:
+    /// those with jobs parked under it, and those with jobs it paced. Neither has any left with
+    /// it afterwards.
+    func takeReleasedServices() -> Set<String> {
+        let services = pacedServices.union(durable.keys)
+        pacedServices = []
+        durable = [:]
+        return services
     }
 
     /// The next job to try or release.

@@ -34,6 +34,12 @@ public protocol ParkedJobSource: Sendable {
 
     /// The cause of `incident` is gone: every job parked under it may run again, and goes back
     /// to the owner's queue, where the bus's admission paces it as new work.
+    ///
+    /// Returns once those jobs have run, each verdict recorded, and so have the jobs queued
+    /// before them (among them those the incident paced, ``Verdict/retry(after:)``); a job parked
+    /// again counts as run. The bus lets the incident settle from then, as it does once its own
+    /// released jobs ran: the same cause met by a released job is the same incident, however
+    /// long the owner's queue took to reach it. Returns at once when the owner stops.
     func release(_ incident: IncidentID) async
 }
 

@@ -110,6 +110,8 @@ actor SyncService: Service, ParkedJobSource {
     var state: DispatchState
     /// Whether a job ended without a delivery since the last look for uploads in parts to abort.
     private var uploadsAbandoned = false
+    /// The bus's releases waiting for their jobs to have run.
+    private var releaseWaits = ReleaseWaits()
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
@@ -209,7 +211,7 @@ actor SyncService: Service, ParkedJobSource {
             group.addTask {
                 // Queued again a chunk at a time, while uploads go: a cause still there parks
                 // them again under an incident of this run.
-                for incident in lastRuns { await self.release(incident) }
+                for incident in lastRuns { await self.parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay) }
             }
         }
         do {
@@ -363,7 +365,10 @@ actor SyncService: Service, ParkedJobSource {
                 } else if state.startsClaim() {
                     uploads.addTask { await self.claim() }
                 }
+                resumeRanReleases()
             }
+            // Nothing is taken from the queue any more.
+            releaseWaits.end()
         }
     }
 
@@ -438,12 +443,34 @@ actor SyncService: Service, ParkedJobSource {
     /// Those that failed under it go a moment later, behind those that merely waited (as the
     /// bus releases its own): after an incident its scope serves one upload at a time until
     /// one succeeds, and a file that fails on its own (a request that hangs) must not be it.
+    ///
+    /// Returns once they have run, and the jobs queued before them: the verdict of each recorded,
+    /// or parked again (by the dispatcher's events, ``ReleaseWaits``).
     func release(_ incident: IncidentID) async {
+        let mark: JobStore.ReleaseMark?
+        do {
+            mark = try store.releaseMark()
+        } catch {
+            await storeFailures.report(error, doing: "read where the queue stands to release incident \(incident)")
+            mark = nil
+        }
         await parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay)
         // The release woke the dispatcher for the others, maybe before this wake-up was known:
         // once more, so that it arms it.
         state.retry(at: clock.now().advanced(by: Self.failedReleaseDelay))
         wake.yield()
+        guard let mark else { return }
+        await withCheckedContinuation { continuation in
+            releaseWaits.append(mark, continuation)
+            resumeRanReleases()
+        }
+    }
+
+    /// Resumes the releases whose jobs have all run. A store that cannot say keeps them waiting
+    /// until the next event.
+    private func resumeRanReleases() {
+        guard !releaseWaits.isEmpty else { return }
+        releaseWaits.resume { mark in (try? store.hasRun(since: mark)) ?? false }
     }
 
     /// How long the jobs that failed under an incident wait behind the others at its release.
@@ -479,6 +506,7 @@ actor SyncService: Service, ParkedJobSource {
         if case .succeeded = verdict { delivered(history) }
         let runs = history.runs.load(ordering: .relaxed)
         if await !record(job, verdict, runs: runs) { state.unrecorded.append((job, verdict, runs)) }
+        resumeRanReleases()
     }
 
     /// Records a verdict; false when the store could not take it (and that is reported).

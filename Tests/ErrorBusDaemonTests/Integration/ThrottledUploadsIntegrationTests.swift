@@ -22,11 +22,11 @@ struct ThrottledUploadsIntegrationTests {
             try daemon.drop("big.bin", content: big)
             try await daemon.waitForLog("uploading=1")
             // New uploads meet a captive portal: an `unreachable` incident, which its probe
-            // (`GET /healthz`, not faulted) finds reachable: it releases its upload and ends.
+            // (`GET /healthz`, not faulted) finds reachable: it releases its upload.
             try await sandbox.fault(#"{"route":"items","mode":"captivePortal"}"#)
             try daemon.drop("small.txt", content: Data("a small file\n".utf8))
             #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentOpened""#))
-            #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentResolved""#), "\(watcher.standardOutput.text)")
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"releaseStarted""#), "\(watcher.standardOutput.text)")
 
             // One reading: the probe was answered, and the big upload is still under way.
             let stats = try await sandbox.stats()
@@ -35,9 +35,11 @@ struct ThrottledUploadsIntegrationTests {
             #expect(probes["204"] ?? 0 >= 1, "no probe answered: \(stats.requests.byRoute)")
             #expect(uploads["201"] == nil, "the big upload had finished before the probe: \(stats.requests.byRoute)")
 
+            // The portal gone, the released upload goes through and the incident ends.
             try await sandbox.clearFaults()
             try await DirectoryWatcher.wait(for: daemon.outbox) { $0.isEmpty }
             #expect(try await sandbox.items().count == 2)
+            #expect(await watcher.waitForStandardOutput(containing: #""kind":"incidentResolved""#), "\(watcher.standardOutput.text)")
         }
     }
 }

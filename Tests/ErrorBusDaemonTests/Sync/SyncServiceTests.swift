@@ -118,6 +118,51 @@ extension SyncServiceTests {
         }
     }
 
+    /// An incident's release is over, and its settle window starts, once the jobs it released
+    /// have run, each verdict recorded: not when they are queued again, nor when the queue is
+    /// empty (a file taken in after the release is not its).
+    @Test func anIncidentsReleaseIsOverOnceTheJobsItReleasedHaveRun() async throws {
+        let uploader = FakeUploader(gated: true, failing: true)
+        try await SyncHarness.with(concurrency: 1, settleWindow: .zero, uploader: uploader) { harness in
+            let events = await harness.bus.subscribe()
+            var resolved = events.filter { $0.kind == .incidentResolved }.makeAsyncIterator()
+            for number in 0..<4 { try harness.drop("item-\(number).bin") }
+            await uploader.nextStart()
+            uploader.release()
+            await harness.waitForParked(4)
+            let incident = try #require(await harness.bus.snapshot().incidents.first)
+
+            // The API is back: the canary, one of the parked jobs, is delivered; the release
+            // queues the other three again (the one that failed a second behind), and the
+            // dispatcher runs them one at a time.
+            uploader.heal()
+            harness.busClock.advance(by: try #require(incident.next?.delay))
+            await uploader.nextStart()
+            uploader.release()
+            await uploader.nextStart()
+            harness.clock.advance(by: SyncService.failedReleaseDelay)
+            uploader.release()
+            await uploader.nextStart()
+            uploader.release()
+            await uploader.nextStart()
+            // The last released job is under way: the release is not over. A file taken in now
+            // is not the release's.
+            #expect(await harness.bus.snapshot().incidents.map(\.state) == [.releasing])
+            try harness.drop("item-4.bin")
+            uploader.release()
+
+            // Its verdict recorded, the incident settles (at once: no settle window), while the
+            // file taken in after the release still waits for its upload.
+            let end = try #require(await resolved.next())
+            #expect(end.incident?.id == incident.id && end.incident?.resolution == .recovered)
+            #expect(try harness.store.counts().delivered == 4)
+            await uploader.nextStart()
+            #expect(uploader.uploads.map(\.fileName).last == "item-4.bin")
+            uploader.release()
+            _ = try await DirectoryWatcher.wait(for: harness.outbox) { $0.isEmpty }
+        }
+    }
+
     @Test func aRestartTakesTheStoresWordForTheFilesItQueuedWithoutReadingThem() async throws {
         let uploader = FakeUploader()
         try await SyncHarness.with(uploader: uploader, before: { outbox in
@@ -149,6 +194,8 @@ struct SyncHarness {
     let sync: SyncService
     /// The sync service's clock.
     let clock: ManualClock
+    /// The bus's clock, which its policies wait on.
+    let busClock: ManualClock
     /// What the bus and the service logged.
     let logs: LogRecorder
 
@@ -175,12 +222,15 @@ struct SyncHarness {
         concurrency: Int = 4,
         maxParkedJobs: Int = 100_000,
         settleTime: Duration = .zero,
+        settleWindow: Duration? = nil,
         uploader: FakeUploader,
         before: (String) throws -> Void = { _ in },
         prepare: (JobStore, String) async throws -> Void = { _, _ in },
         _ body: (SyncHarness) async throws -> Void
     ) async throws {
-        try await StoreTestDirectory.withStore { store, state in
+        // The store's dates move with the service's clock, as the service's own do.
+        let clock = ManualClock()
+        try await StoreTestDirectory.withStore(clock: WallClock(clock)) { store, state in
             let root = (state as NSString).deletingLastPathComponent
             let outbox = root + "/outbox"
             try FileManager.default.createDirectory(atPath: outbox, withIntermediateDirectories: false)
@@ -195,9 +245,11 @@ struct SyncHarness {
             configuration.concurrency = .fixed(max(concurrency, 1))
             // Released jobs go at once, without a wait on that clock.
             configuration.release.spread = .zero
-            // The bus's policies wait on a clock of their own, which these tests never move.
-            let bus = ErrorBus(configuration: configuration, clock: ManualClock(), logger: logger)
-            let clock = ManualClock()
+            if let settleWindow { configuration.settleWindow = settleWindow }
+            // The bus's policies wait on a clock of their own, which only the tests that look at
+            // them move.
+            let busClock = ManualClock()
+            let bus = ErrorBus(configuration: configuration, clock: busClock, logger: logger)
             let settings = SyncService.Settings(
                 outbox: outbox,
                 afterDelivery: .delete,
@@ -214,7 +266,7 @@ struct SyncHarness {
                 group.addTask { await bus.run() }
                 group.addTask { try await sync.run() }
                 defer { group.cancelAll() }
-                try await body(SyncHarness(root: root, outbox: outbox, store: store, bus: bus, sync: sync, clock: clock, logs: logs))
+                try await body(SyncHarness(root: root, outbox: outbox, store: store, bus: bus, sync: sync, clock: clock, busClock: busClock, logs: logs))
             }
         }
     }
@@ -231,14 +283,19 @@ final class FakeUploader: Uploading {
 
     private let state = Mutex(State())
     private let gated: Bool
-    private let failing: Bool
+    private let failing: Mutex<Bool>
     private let (starts, started) = AsyncStream.makeStream(of: Void.self)
     /// Releases not yet taken, and gated uploads waiting for one.
     private let gate = Mutex<(permits: Int, waiting: [CheckedContinuation<Void, Never>])>((0, []))
 
     init(gated: Bool = false, failing: Bool = false) {
         self.gated = gated
-        self.failing = failing
+        self.failing = Mutex(failing)
+    }
+
+    /// Uploads succeed from now on.
+    func heal() {
+        failing.withLock { $0 = false }
     }
 
     var uploads: [OutboxFile] { state.withLock { $0.uploads } }
@@ -284,7 +341,7 @@ final class FakeUploader: Uploading {
                 if go { continuation.resume() }
             }
         }
-        if failing { throw Unavailable() }
+        if failing.withLock({ $0 }) { throw Unavailable() }
         return nil
     }
 
