@@ -85,8 +85,9 @@ actor SpoolUploader: ParkedJobSource {
         return await send(String(name.dropFirst(2)), from: folder.appending(path: name), as: canary)
     }
 
-    /// `incident`'s cause is gone: its reports go back to the queue.
-    func release(_ incident: IncidentID) {
+    /// `incident`'s cause is gone: its reports go back to the queue, which is sent; the bus lets
+    /// the incident settle once they ran.
+    func release(_ incident: IncidentID) async {
         for id in reports(in: "parked/\(incident)") {
             let parked = ["0-", "1-"].map { directory.appending(path: "parked/\(incident)/\($0)\(id)") }
             for file in parked where FileManager.default.fileExists(atPath: file.path) {
@@ -94,6 +95,7 @@ actor SpoolUploader: ParkedJobSource {
             }
         }
         try? FileManager.default.removeItem(at: directory.appending(path: "parked/\(incident)"))
+        await sendQueued()
     }
     // end sample
 
