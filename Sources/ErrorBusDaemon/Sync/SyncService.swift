@@ -111,7 +111,7 @@ actor SyncService: Service, ParkedJobSource {
     /// Whether a job ended without a delivery since the last look for uploads in parts to abort.
     private var uploadsAbandoned = false
     /// The bus's releases waiting for their jobs to have run.
-    private var releaseWaits = ReleaseWaits()
+    private let releaseWaits = ReleaseWaits()
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
@@ -460,17 +460,19 @@ actor SyncService: Service, ParkedJobSource {
         state.retry(at: clock.now().advanced(by: Self.failedReleaseDelay))
         wake.yield()
         guard let mark else { return }
-        await withCheckedContinuation { continuation in
-            releaseWaits.append(mark, continuation)
-            resumeRanReleases()
-        }
+        await releaseWaits.wait(for: mark, hasRun: hasRun)
     }
 
-    /// Resumes the releases whose jobs have all run. A store that cannot say keeps them waiting
-    /// until the next event.
+    /// Whether every job queued at `mark` has run. A store that cannot say keeps the release
+    /// waiting until the next event.
+    private func hasRun(_ mark: JobStore.ReleaseMark) -> Bool {
+        (try? store.hasRun(since: mark)) ?? false
+    }
+
+    /// Resumes the releases whose jobs have all run.
     private func resumeRanReleases() {
         guard !releaseWaits.isEmpty else { return }
-        releaseWaits.resume { mark in (try? store.hasRun(since: mark)) ?? false }
+        releaseWaits.resume(where: hasRun)
     }
 
     /// How long the jobs that failed under an incident wait behind the others at its release.
