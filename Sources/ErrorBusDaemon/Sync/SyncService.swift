@@ -211,7 +211,7 @@ actor SyncService: Service, ParkedJobSource {
             group.addTask {
                 // Queued again a chunk at a time, while uploads go: a cause still there parks
                 // them again under an incident of this run.
-                for incident in lastRuns { await self.parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay) }
+                for incident in lastRuns { await self.requeue(incident) }
             }
         }
         do {
@@ -454,13 +454,19 @@ actor SyncService: Service, ParkedJobSource {
             await storeFailures.report(error, doing: "read where the queue stands to release incident \(incident)")
             mark = nil
         }
+        await requeue(incident)
+        guard let mark else { return }
+        await releaseWaits.wait(for: mark, hasRun: hasRun)
+    }
+
+    /// Queues the jobs parked under `incident` again, those that failed under it a moment
+    /// behind the others.
+    private func requeue(_ incident: IncidentID) async {
         await parkedUploads.release(incident, failedBackOff: Self.failedReleaseDelay)
         // The release woke the dispatcher for the others, maybe before this wake-up was known:
         // once more, so that it arms it.
         state.retry(at: clock.now().advanced(by: Self.failedReleaseDelay))
         wake.yield()
-        guard let mark else { return }
-        await releaseWaits.wait(for: mark, hasRun: hasRun)
     }
 
     /// Whether every job queued at `mark` has run. A store that cannot say keeps the release
